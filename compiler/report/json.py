@@ -1,0 +1,16 @@
+"""``{"diagnostics": [...]}`` for tools that read poolc's findings.
+
+ASCII-only with sorted keys, so the bytes are the same on every machine and locale.
+"""
+
+from __future__ import annotations
+
+import json
+
+from compiler.diagnostics import Diagnostic
+from compiler.report import ordered
+
+
+def render(diagnostics: list[Diagnostic]) -> str:
+    doc = {"diagnostics": [d.as_dict() for d in ordered(diagnostics)]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,14 @@
+"""Compiler-style text: one ``file:line:col: severity[RULE] message`` per line.
+
+Editors and terminals turn this shape into clickable locations. The summary
+line is not part of it (see ``compiler.report.summary``).
+"""
+
+from __future__ import annotations
+
+from compiler.diagnostics import Diagnostic
+from compiler.report import ordered
+
+
+def render(diagnostics: list[Diagnostic]) -> str:
+    return "".join(d.as_text() + "\n" for d in ordered(diagnostics))
