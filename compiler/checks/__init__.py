@@ -1,0 +1,58 @@
+"""Semantic rules over the whole configuration (SEMANTICS.md §2-3).
+
+Each rule family is one module; each check is a small generator registered with
+``@check`` that yields Diagnostics. Adding a rule touches one module and its test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Iterator
+
+from ..config import Config
+from ..diagnostics import Diagnostic
+from ..requests import StepRequest, build_requests
+
+CHECKS: list[Callable[["Context"], Iterator[Diagnostic]]] = []
+
+
+def check(fn: Callable[["Context"], Iterator[Diagnostic]]):
+    """Register a check; its docstring is the rule's user documentation."""
+    CHECKS.append(fn)
+    return fn
+
+
+@dataclass
+class Context:
+    config: Config
+
+    @cached_property
+    def requests(self) -> list[StepRequest]:
+        return build_requests(self.config)
+
+    @cached_property
+    def problem(self):
+        from ..planner.inputs import problem_from_config
+
+        return problem_from_config(self.config, self.requests)
+
+    @cached_property
+    def components(self) -> dict:
+        """Component name -> (component model, first stack entry listing it)."""
+        found: dict = {}
+        for _, entry in sorted(self.config.stacks.items()):
+            spec = entry.obj.spec
+            for comp in [spec.orchestrator, *spec.step_operators]:
+                found.setdefault(comp.name, (comp, entry))
+        return found
+
+
+def run_checks(config: Config) -> list[Diagnostic]:
+    from . import allocations, pipelines, pools, stacks  # noqa: F401  (registers the checks)
+
+    ctx = Context(config)
+    found: list[Diagnostic] = []
+    for fn in CHECKS:
+        found.extend(fn(ctx))
+    return found

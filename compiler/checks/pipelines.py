@@ -1,0 +1,110 @@
+"""Rules on the requests built from pipeline steps (R001-R006, K004)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import diagnostics as d
+from ..diagnostics import Diagnostic
+from ..model import SageMakerComponent
+from ..planner.problem import eligible_policies
+from ..requests import StepRequest
+from ..units import parse_bytes
+from . import Context, check
+
+# The settings field a request key comes from, to point at what the user wrote.
+_FIELD = {"gpu": "gpu_count", "mcpu": "cpu_count", "memory_mb": "memory"}
+
+
+def _key_location(request: StepRequest, key: str) -> tuple:
+    if key in _FIELD:
+        return request.field_path(_FIELD[key])
+    if key == "step_run":
+        return request.path
+    return request.field_path("pool_resources") + (key,)
+
+
+@check
+def quantities(ctx: Context) -> Iterator[Diagnostic]:
+    """R001: memory and disk must be more than zero bytes."""
+    for request in ctx.requests:
+        for name in ("memory", "disk", "shm"):
+            value = getattr(request.settings, name)
+            if value not in (None, "auto") and parse_bytes(value) == 0:
+                yield request.entry.doc.diagnostic(
+                    d.R001, f"step {request.step!r} sets {name}={value!r}, which is zero bytes; "
+                    f"give a positive quantity or leave {name} out", request.field_path(name))
+
+
+@check
+def replicas(ctx: Context) -> Iterator[Diagnostic]:
+    """R002: min_replicas <= max_replicas unless max_replicas is 0 (no limit)."""
+    for request in ctx.requests:
+        low, high = request.settings.min_replicas, request.settings.max_replicas
+        if low is not None and high and low > high:
+            yield request.entry.doc.diagnostic(
+                d.R002, f"step {request.step!r} has min_replicas={low} above max_replicas={high}; "
+                "raise max_replicas (0 means no limit) or lower min_replicas", request.field_path("min_replicas"))
+
+
+@check
+def eligibility(ctx: Context) -> Iterator[Diagnostic]:
+    """R003 / R004 / R005: a step must be eligible on some pool of its requester
+    (capacity, limit and, when non-preemptible, the reserved share); a requester with
+    no policy at all runs unmanaged, outside every pool (warning)."""
+    by_id = {r.id: r for r in ctx.requests}
+    warned: set[str] = set()
+    for request in ctx.problem.requests:
+        source = by_id[request.id]
+        if source.requester not in ctx.components:
+            continue  # an unknown component is reported by the reference checks
+        ok, reasons = eligible_policies(ctx.problem, request)
+        if ok:
+            continue
+        doc = source.entry.doc
+        if not reasons:
+            if request.requester not in warned:
+                warned.add(request.requester)
+                yield doc.diagnostic(d.R005, f"component {request.requester!r} has no policy on any pool: "
+                                     f"step {source.step!r} and every other step it runs are unmanaged "
+                                     "(outside every pool); add a Policy for it", source.path, key=True)
+            continue
+        first = reasons[0]
+        rule = d.R004 if all(r.rule == "reserved" for r in reasons) else d.R003
+        if rule is d.R004 and len(reasons) == 1:
+            message = (f"step {source.step!r} is non-preemptible and asks {first.key}={first.needs}, but policy "
+                       f"{first.policy.name!r} reserves only {first.key}={first.allowed}; it can never be "
+                       "admitted: reserve more, or make the step preemptible")
+        else:
+            why = "; ".join(r.sentence() for r in reasons)
+            fix = ("reserve more, or make the step preemptible" if rule is d.R004
+                   else "ask for less, or raise the capacity or limit")
+            message = f"step {source.step!r} is eligible on no pool: {why}; it can never be admitted: {fix}"
+        yield doc.diagnostic(rule, message, _key_location(source, first.key))
+
+
+@check
+def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
+    """R006 / K004: a step on a SageMaker step operator needs an instance type of the
+    catalog (restricted to the component's allow-list) with enough vCPUs, memory and
+    GPUs of its gpu_type."""
+    from ..targets.catalog import NoFit, choose_instance, unknown_instance_types
+
+    for name, (component, stack) in sorted(ctx.components.items()):
+        if isinstance(component, SageMakerComponent) and component.instance_types:
+            index = stack.obj.spec.step_operators.index(component)
+            for unknown in unknown_instance_types(component.instance_types):
+                position = component.instance_types.index(unknown)
+                yield stack.doc.diagnostic(d.K004, f"instance type {unknown!r} is not in poolc's SageMaker "
+                                           "catalog, so it is never chosen",
+                                           ("spec", "step_operators", index, "instance_types", position))
+    for request in ctx.requests:
+        component = ctx.components.get(request.requester or "", (None,))[0]
+        if not isinstance(component, SageMakerComponent):
+            continue
+        choice = choose_instance(mcpu=request.demand.get("mcpu", 0), memory_mb=request.demand.get("memory_mb", 0),
+                                 gpu=request.demand.get("gpu", 0), gpu_type=request.settings.gpu_type,
+                                 allowed=component.instance_types)
+        if isinstance(choice, NoFit):
+            yield request.entry.doc.diagnostic(d.R006, f"step {request.step!r} fits no SageMaker instance of "
+                                               f"{component.name!r}: {choice.message}", request.settings_path())

@@ -1,0 +1,107 @@
+"""Rules on pools and policies (P001-P006, and N002 for a policy's pool)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import diagnostics as d
+from ..diagnostics import Diagnostic
+from . import Context, check
+
+_ALIAS = {"mcpu": "cpu", "memory_mb": "memory"}
+
+
+def _key_path(resource_map, field: str, key: str) -> tuple[str, ...]:
+    """Where a canonical key was written: under its own name or its friendly alias."""
+    extra = resource_map.__pydantic_extra__ or {}
+    written = key if key in extra or key not in _ALIAS else _ALIAS[key]
+    return ("spec", field, written)
+
+
+@check
+def policy_references(ctx: Context) -> Iterator[Diagnostic]:
+    """N002: a policy's pool and subject must exist (the subject is a stack component)."""
+    for _, entry in sorted(ctx.config.policies.items()):
+        spec = entry.obj.spec
+        if spec.pool not in ctx.config.pools:
+            yield entry.doc.diagnostic(d.N002, f"policy {entry.name!r} names pool {spec.pool!r}, which is not "
+                                       "defined in the files given; define the ResourcePool or fix the name",
+                                       ("spec", "pool"))
+        if spec.subject not in ctx.components:
+            yield entry.doc.diagnostic(d.N002, f"policy {entry.name!r} names subject {spec.subject!r}, which is no "
+                                       "component of any stack given; add it to a Stack or fix the name",
+                                       ("spec", "subject"))
+
+
+@check
+def policy_keys_and_bounds(ctx: Context) -> Iterator[Diagnostic]:
+    """P001-P003: reserved/limit keys exist in the pool; reserved <= limit <= capacity."""
+    for _, entry in sorted(ctx.config.policies.items()):
+        spec = entry.obj.spec
+        pool = ctx.config.pools.get(spec.pool)
+        if pool is None:
+            continue
+        capacity = pool.obj.spec.capacity.units()
+        reserved = spec.reserved.units()
+        limit = spec.limit.units() if spec.limit is not None else {}
+        for field, values, resource_map in (("reserved", reserved, spec.reserved), ("limit", limit, spec.limit)):
+            for key, value in values.items():
+                path = _key_path(resource_map, field, key)
+                if key not in capacity:
+                    yield entry.doc.diagnostic(d.P001, f"pool {spec.pool!r} has no capacity row for {key!r}; "
+                                               f"add {key} to its capacity or remove it from {field}", path, key=True)
+                elif value > capacity[key]:
+                    yield entry.doc.diagnostic(d.P003, f"{field} {key}={value} is above pool {spec.pool!r}'s "
+                                               f"capacity {key}={capacity[key]}", path)
+        for key, value in reserved.items():
+            if key in limit and value > limit[key] and key in capacity:
+                yield entry.doc.diagnostic(d.P002, f"reserved {key}={value} is above the policy's own limit "
+                                           f"{key}={limit[key]}; raise the limit or lower the reservation",
+                                           _key_path(spec.reserved, "reserved", key))
+
+
+@check
+def reserved_sum(ctx: Context) -> Iterator[Diagnostic]:
+    """P004: per pool and key, the reserved shares of all its policies fit its capacity."""
+    for pool_name, pool in sorted(ctx.config.pools.items()):
+        capacity = pool.obj.spec.capacity.units()
+        on_pool = [e for _, e in sorted(ctx.config.policies.items()) if e.obj.spec.pool == pool_name]
+        for key, cap in capacity.items():
+            total = sum(e.obj.spec.reserved.units().get(key, 0) for e in on_pool)
+            if total > cap:
+                parts = ", ".join(f"{e.name}={e.obj.spec.reserved.units()[key]}" for e in on_pool
+                                  if e.obj.spec.reserved.units().get(key))
+                yield pool.doc.diagnostic(d.P004, f"policies reserve {key}={total} on pool {pool_name!r} "
+                                          f"({parts}) but its capacity is {key}={cap}",
+                                          _key_path(pool.obj.spec.capacity, "capacity", key))
+
+
+@check
+def one_policy_per_subject_and_pool(ctx: Context) -> Iterator[Diagnostic]:
+    """P005: at most one policy per (subject, pool): a request would not know which to use."""
+    seen: dict[tuple[str, str], str] = {}
+    for name, entry in sorted(ctx.config.policies.items()):
+        pair = (entry.obj.spec.subject, entry.obj.spec.pool)
+        if pair in seen:
+            yield entry.doc.diagnostic(d.P005, f"policies {seen[pair]!r} and {name!r} both link subject "
+                                       f"{pair[0]!r} to pool {pair[1]!r}; merge them into one",
+                                       ("metadata", "name"))
+        else:
+            seen[pair] = name
+
+
+BUILTIN_KEYS = {"gpu", "mcpu", "memory_mb", "step_run"}
+
+
+@check
+def custom_keys_not_enforced(ctx: Context) -> Iterator[Diagnostic]:
+    """P006 (warning): a custom capacity key (a licence, a session count) is planned by
+    poolc but not enforced by Kueue at runtime; reported once per key."""
+    seen: set[str] = set()
+    for name, pool in sorted(ctx.config.pools.items()):
+        for key in pool.obj.spec.capacity.units():
+            if key not in BUILTIN_KEYS and key not in seen:
+                seen.add(key)
+                yield pool.doc.diagnostic(d.P006, f"custom key {key!r} is planned by poolc but Kueue does not "
+                                          "enforce it at runtime (no node advertises it)",
+                                          ("spec", "capacity", key), key=True)

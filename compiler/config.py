@@ -1,0 +1,96 @@
+"""From loaded documents to typed, name-indexed configuration.
+
+Each document is checked against its kind's schema; valid ones become pydantic
+objects kept beside the Document they came from, so every later rule can point
+back at the user's line and column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from pydantic import ValidationError
+
+from . import diagnostics as d
+from .diagnostics import Diagnostic
+from .load import Document
+from .model import KINDS, Allocation, Pipeline, Policy, ResourcePool, Stack
+from .schema import structural_diagnostics
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    """A validated object and the document it was read from."""
+
+    obj: T
+    doc: Document
+
+    @property
+    def name(self) -> str:
+        return self.obj.metadata.name  # type: ignore[attr-defined]
+
+
+@dataclass
+class Config:
+    files: list[str] = field(default_factory=list)
+    pools: dict[str, Entry[ResourcePool]] = field(default_factory=dict)
+    policies: dict[str, Entry[Policy]] = field(default_factory=dict)
+    stacks: dict[str, Entry[Stack]] = field(default_factory=dict)
+    pipelines: dict[str, Entry[Pipeline]] = field(default_factory=dict)
+    allocations: dict[str, Entry[Allocation]] = field(default_factory=dict)
+
+    def by_kind(self, kind: str) -> dict[str, Entry]:
+        return {"ResourcePool": self.pools, "Policy": self.policies, "Stack": self.stacks,
+                "Pipeline": self.pipelines, "Allocation": self.allocations}[kind]
+
+    def source_files(self) -> list[str]:
+        """The files that contributed at least one document, in order."""
+        seen: dict[str, None] = {}
+        for kind in KINDS:
+            for entry in self.by_kind(kind).values():
+                seen.setdefault(entry.doc.file, None)
+        return sorted(seen)
+
+
+def _pydantic_diagnostics(doc: Document, error: ValidationError) -> list[Diagnostic]:
+    """Fallback for model rules the schema cannot state (e.g. a real calendar date)."""
+    found = []
+    for problem in error.errors():
+        path = tuple(p for p in problem["loc"] if not (isinstance(p, str) and p in
+                                                      ("KubernetesComponent", "SageMakerComponent")))
+        message = problem["msg"].removeprefix("Value error, ")
+        found.append(doc.diagnostic(d.S003, f"{'.'.join(map(str, path)) or 'document'}: {message}", path))
+    return found
+
+
+def build_config(files: list[str], documents: list[Document]) -> tuple[Config, list[Diagnostic]]:
+    """Validate every document; keep the valid ones by kind and name (first wins)."""
+    config = Config(files=list(files))
+    problems: list[Diagnostic] = []
+    for doc in documents:
+        model = KINDS.get(doc.data.get("kind")) if doc.data.get("apiVersion") == "poolc/v1" else None
+        obj = None
+        if model is not None:
+            try:
+                obj = model.model_validate(doc.data)
+            except ValidationError as error:
+                found = structural_diagnostics(doc)
+                problems.extend(found or _pydantic_diagnostics(doc, error))
+                continue
+        else:
+            problems.extend(structural_diagnostics(doc))
+            continue
+        table = config.by_kind(obj.kind)
+        name = obj.metadata.name
+        if name in table:
+            first = table[name].doc
+            problems.append(doc.diagnostic(
+                d.N001, f"{obj.kind} {name!r} is already defined at {first.file}:"
+                f"{first.span(('metadata', 'name'))[0]}; names are unique per kind",
+                ("metadata", "name")))
+            continue
+        table[name] = Entry(obj, doc)
+    return config, problems

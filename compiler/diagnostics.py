@@ -1,0 +1,117 @@
+"""The Diagnostic type every stage reports with, and the registry of rule ids.
+
+A rule id is a stable public name: users grep for it, CI annotations show it and
+the docs table (docs/rules.md) is generated from this registry, so ids are never
+reused or renumbered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One finding at a 1-based position in a user's file.
+
+    ``end_line``/``end_column`` delimit the offending key or value (exclusive end
+    column, like LSP ranges); they equal ``line``/``column`` when only a point is known.
+    """
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    rule: str
+    severity: Severity
+    message: str
+
+    def as_dict(self) -> dict:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "rule": self.rule,
+            "severity": self.severity,
+            "message": self.message,
+        }
+
+    def as_text(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.rule}] {self.message}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule's public identity: id, default severity and a one-line summary."""
+
+    id: str
+    severity: Severity
+    summary: str
+    family: str = field(default="")
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(id: str, severity: Severity, summary: str, family: str) -> Rule:
+    """Register a rule id once; duplicate ids are a programming error."""
+    if id in RULES:
+        raise ValueError(f"rule id {id} registered twice")
+    RULES[id] = Rule(id, severity, summary, family)
+    return RULES[id]
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diagnostics)
+
+
+# --- The rule table. Families: Y (reading YAML), S (structure / schema),
+# --- N (names and references), P (pools and policies), K (stacks and components),
+# --- R (requests built from steps), A (allocations / state), T (targets).
+Y001 = rule("Y001", "error", "file cannot be read or is not valid UTF-8", "yaml")
+Y002 = rule("Y002", "error", "YAML syntax error", "yaml")
+Y003 = rule("Y003", "error", "duplicate key in a mapping", "yaml")
+Y004 = rule("Y004", "error", "YAML tag that is not plain data (e.g. !!python/object)", "yaml")
+Y005 = rule("Y005", "error", "alias expansion too large or recursive (billion-laughs guard)", "yaml")
+Y006 = rule("Y006", "error", "nesting too deep", "yaml")
+Y007 = rule("Y007", "error", "file too large", "yaml")
+Y008 = rule("Y008", "error", "a sequence of poolc documents (write one document per item, separated by ---)", "yaml")
+Y009 = rule("Y009", "error", "number that is not finite (.inf, .nan)", "yaml")
+
+S001 = rule("S001", "error", "unknown field", "structure")
+S002 = rule("S002", "error", "missing required field", "structure")
+S003 = rule("S003", "error", "value has the wrong type or format", "structure")
+S004 = rule("S004", "error", "unsupported apiVersion or kind", "structure")
+S005 = rule("S005", "error", "unknown component flavor", "structure")
+S006 = rule("S006", "error", "friendly alias given together with its canonical key (cpu/mcpu, memory/memory_mb)", "structure")
+
+N001 = rule("N001", "error", "duplicate name within a kind", "names")
+N002 = rule("N002", "error", "reference to an unknown pool, stack or component", "names")
+
+P001 = rule("P001", "error", "policy names a key the pool does not meter", "pools")
+P002 = rule("P002", "error", "policy reserves more than its limit", "pools")
+P003 = rule("P003", "error", "policy reserves or limits more than the pool's capacity", "pools")
+P004 = rule("P004", "error", "reserved shares of a pool add up to more than its capacity", "pools")
+P005 = rule("P005", "error", "two policies for the same subject and pool", "pools")
+P006 = rule("P006", "warning", "custom resource key is not enforced by Kueue at runtime", "pools")
+
+K001 = rule("K001", "error", "component listed in several stacks with different settings", "stacks")
+K002 = rule("K002", "error", "step operator is not part of the pipeline's stack", "stacks")
+K004 = rule("K004", "warning", "allow-listed SageMaker instance type is not in poolc's catalog", "stacks")
+K003 = rule("K003", "error", "step has no container image (neither the step nor its component sets one)", "stacks")
+
+R001 = rule("R001", "error", "invalid resource quantity in step settings", "requests")
+R002 = rule("R002", "error", "min_replicas is above max_replicas", "requests")
+R003 = rule("R003", "error", "step is eligible on no pool: it needs more than any capacity or limit", "requests")
+R004 = rule("R004", "error", "non-preemptible step asks more than every reserved share", "requests")
+R005 = rule("R005", "warning", "requester has no policy on any pool (unmanaged)", "requests")
+R006 = rule("R006", "error", "step fits no allowed SageMaker instance type", "requests")
+
+A001 = rule("A001", "warning", "running allocation of a subject with no policy on its pool", "state")
+A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")

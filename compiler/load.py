@@ -1,0 +1,306 @@
+"""Read YAML files into plain data while keeping every key's and value's position.
+
+ruamel.yaml's C parser composes each document into a node graph (marks on every
+node); we build plain dicts/lists from it ourselves so that one pass gives the
+data, the positions, and the guards against hostile input: duplicate keys, tags
+that would build objects, alias-expansion bombs, recursion, deep nesting, huge or
+non-UTF-8 files. Every problem becomes a Diagnostic, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from . import diagnostics as d
+from .diagnostics import Diagnostic
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_EXPANDED_NODES = 250_000
+YAML_SUFFIXES = (".yaml", ".yml")
+
+# Positions are 1-based: (line, column, end_line, end_column); end is exclusive.
+Span = tuple[int, int, int, int]
+Path_ = tuple[str | int, ...]
+
+
+@dataclass
+class Document:
+    """One YAML document of one file: its data and where each part of it stands."""
+
+    file: str
+    index: int
+    data: Any
+    start: Span
+    keys: dict[Path_, Span] = field(default_factory=dict)
+    values: dict[Path_, Span] = field(default_factory=dict)
+
+    def span(self, path: Iterable[str | int], *, key: bool = False) -> Span:
+        """Where the node at ``path`` stands; the key when ``key`` (falling back to
+        the value), and the nearest existing ancestor for a path that is not there
+        (a missing field is reported at its parent)."""
+        path = tuple(path)
+        while True:
+            if key and path in self.keys:
+                return self.keys[path]
+            if path in self.values:
+                return self.values[path]
+            if path in self.keys:
+                return self.keys[path]
+            if not path:
+                return self.start
+            path = path[:-1]
+            key = True  # an absent child is reported at its parent's key
+
+    def diagnostic(self, rule: d.Rule, message: str, path: Iterable[str | int] = (),
+                   *, key: bool = False, severity: d.Severity | None = None) -> Diagnostic:
+        line, col, end_line, end_col = self.span(path, key=key)
+        return Diagnostic(self.file, line, col, end_line, end_col, rule.id,
+                          severity or rule.severity, message)
+
+
+@dataclass
+class LoadResult:
+    files: list[str]
+    documents: list[Document]
+    diagnostics: list[Diagnostic]
+
+
+class _Reject(Exception):
+    """A guard tripped while building data from nodes."""
+
+    def __init__(self, rule: d.Rule, message: str, node: Any):
+        super().__init__(message)
+        self.rule, self.message, self.node = rule, message, node
+
+
+def _span(node: Any) -> Span:
+    start, end = node.start_mark, node.end_mark
+    if end.line > start.line and end.column == 0 and isinstance(node, (MappingNode, SequenceNode)):
+        # A block collection "ends" at column 0 of the next line; keep the range on its last line.
+        return (start.line + 1, start.column + 1, end.line, start.column + 1)
+    return (start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+
+
+_TAG = "tag:yaml.org,2002:"
+
+
+def _tag_rejected(node: Any) -> _Reject:
+    tag = node.tag.replace(_TAG, "!!", 1) if node.tag.startswith(_TAG) else node.tag
+    return _Reject(d.Y004, f"tag {tag!r} is not allowed: poolc files hold plain data only", node)
+_FLOATS = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
+           ".nan", ".NaN", ".NAN"}
+
+
+def _scalar(node: ScalarNode) -> Any:
+    tag, text = node.tag, node.value
+    if tag == _TAG + "str" or tag == _TAG + "timestamp":
+        return text  # timestamps stay strings; the models parse RFC 3339 themselves
+    if tag == _TAG + "int":
+        digits = text.replace("_", "")
+        try:
+            return int(digits, 10)
+        except ValueError:
+            return int(digits, 0)
+    if tag == _TAG + "float":
+        if text in _FLOATS:
+            raise _Reject(d.Y009, f"{text!r} is not a finite number", node)
+        return float(text.replace("_", ""))
+    if tag == _TAG + "bool":
+        return text.lower() == "true"
+    if tag == _TAG + "null":
+        return None
+    raise _tag_rejected(node)
+
+
+class _Builder:
+    """Turns one composed document into data, recording positions as it goes."""
+
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self.expanded = 0
+        self.active: set[int] = set()
+
+    def build(self, node: Any, path: Path_, depth: int) -> Any:
+        self.expanded += 1
+        if self.expanded > MAX_EXPANDED_NODES:
+            raise _Reject(d.Y005, f"the document expands to more than {MAX_EXPANDED_NODES} nodes "
+                          "(an alias bomb?); write the data out instead of nesting aliases", node)
+        if depth > MAX_DEPTH:
+            raise _Reject(d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", node)
+        self.doc.values[path] = _span(node)
+        if isinstance(node, ScalarNode):
+            return _scalar(node)
+        if id(node) in self.active:
+            raise _Reject(d.Y005, "recursive alias: a node contains itself", node)
+        self.active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                if node.tag != _TAG + "seq":
+                    raise _tag_rejected(node)
+                return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+            if isinstance(node, MappingNode):
+                if node.tag != _TAG + "map":
+                    raise _tag_rejected(node)
+                return self._mapping(node, path, depth)
+            raise _Reject(d.Y002, "unsupported YAML node", node)
+        finally:
+            self.active.discard(id(node))
+
+    def _mapping(self, node: MappingNode, path: Path_, depth: int) -> dict:
+        result: dict[str, Any] = {}
+        merges: list[Any] = []
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                raise _Reject(d.Y002, "a mapping key must be a plain scalar", key_node)
+            if key_node.tag == _TAG + "merge":
+                merges.append(value_node)
+                continue
+            key = key_node.value
+            if key in result:
+                first = self.doc.keys[path + (key,)]
+                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {first[0]}); "
+                              "YAML keeps only one of them, so remove the other", key_node)
+            self.doc.keys[path + (key,)] = _span(key_node)
+            result[key] = self.build(value_node, path + (key,), depth + 1)
+        for merge in merges:  # "<<: *defaults": explicit keys win over merged ones
+            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+            for source in sources:
+                own_span = self.doc.values[path]
+                merged = self.build(source, path, depth)
+                self.doc.values[path] = own_span
+                if not isinstance(merged, dict):
+                    raise _Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
+                for key, value in merged.items():
+                    result.setdefault(key, value)
+        return result
+
+
+def _error_at(file: str, rule: d.Rule, message: str, line: int = 1, col: int = 1) -> Diagnostic:
+    return Diagnostic(file, line, col, line, col, rule.id, rule.severity, message)
+
+
+def _decode(file: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None, _error_at(file, d.Y001, "the file is UTF-16; save it as UTF-8")
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+        return None, _error_at(file, d.Y001, f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                               "save it as UTF-8", line, col)
+
+
+_yaml = YAML(typ="safe", pure=False)
+
+
+def _node_is_ours(node: Any) -> bool:
+    """A document is ours when it is a mapping whose apiVersion starts with poolc/;
+    decided on the node, before building, so foreign YAML is never judged."""
+    if not isinstance(node, MappingNode):
+        return False
+    for key, value in node.value:
+        if isinstance(key, ScalarNode) and key.value == "apiVersion":
+            return isinstance(value, ScalarNode) and value.value.startswith("poolc/")
+    return False
+
+
+def _mentions_poolc(text: str) -> bool:
+    return "poolc/" in text
+
+
+def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
+    """All poolc documents of one file's text. Other documents are skipped, and a
+    file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
+    hand us Helm templates or CloudFormation, which are not ours to judge."""
+    documents: list[Document] = []
+    if not _mentions_poolc(text):
+        return documents, []
+    try:
+        for index, node in enumerate(_yaml.compose_all(text)):
+            if node is None:
+                continue
+            if isinstance(node, SequenceNode) and any(_node_is_ours(item) for item in node.value):
+                line, col, end_line, end_col = _span(node)
+                return documents, [Diagnostic(file, line, col, end_line, end_col, d.Y008.id, "error",
+                                              "this document is a list of poolc documents; write each "
+                                              "as its own document separated by '---'")]
+            if not _node_is_ours(node):
+                continue
+            doc = Document(file, index, None, _span(node))
+            try:
+                doc.data = _Builder(doc).build(node, (), 0)
+            except _Reject as reject:
+                line, col, end_line, end_col = _span(reject.node)
+                return documents, [Diagnostic(file, line, col, end_line, end_col, reject.rule.id,
+                                              reject.rule.severity, reject.message)]
+            documents.append(doc)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or "invalid YAML"
+        if exc.context and exc.problem:
+            problem = f"{problem} ({exc.context})"
+        return documents, [_error_at(file, d.Y002, f"YAML syntax error: {problem}", line, col)]
+    except (YAMLError, RecursionError, ValueError) as exc:
+        return documents, [_error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0])]
+    return documents, []
+
+
+def load_file(path: str) -> tuple[list[Document], list[Diagnostic]]:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            return [], [_error_at(path, d.Y007, f"the file is {size} bytes; poolc reads files of at most "
+                                  f"{MAX_FILE_BYTES} bytes")]
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        return [], [_error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")]
+    text, problem = _decode(path, raw)
+    if problem:
+        return [], [problem]
+    return load_text(path, text)
+
+
+def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
+    """Files named, and the *.yaml/*.yml files below directories named, in sorted
+    path order per directory (hidden directories such as .git are skipped)."""
+    files: list[str] = []
+    problems: list[Diagnostic] = []
+    seen: set[str] = set()
+    for given in paths:
+        if os.path.isdir(given):
+            found = []
+            for root, dirs, names in os.walk(given):
+                dirs[:] = [x for x in dirs if not x.startswith(".")]
+                found.extend(os.path.join(root, n) for n in names if n.endswith(YAML_SUFFIXES))
+            candidates = sorted(os.path.normpath(f).replace(os.sep, "/") for f in found)
+        elif os.path.exists(given):
+            candidates = [os.path.normpath(given).replace(os.sep, "/")]
+        else:
+            problems.append(_error_at(given, d.Y001, "no such file or directory"))
+            continue
+        for f in candidates:
+            if f not in seen:
+                seen.add(f)
+                files.append(f)
+    return files, problems
+
+
+def load_paths(paths: Iterable[str]) -> LoadResult:
+    files, problems = expand_paths(paths)
+    documents: list[Document] = []
+    for f in files:
+        docs, diags = load_file(f)
+        documents.extend(docs)
+        problems.extend(diags)
+    return LoadResult(files, documents, problems)

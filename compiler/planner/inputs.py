@@ -1,0 +1,53 @@
+"""Build the planner's Problem from the validated configuration (no solver here)."""
+
+from __future__ import annotations
+
+from ..config import Config
+from ..model import Allocation, parse_timestamp
+from ..requests import StepRequest
+from .problem import Pool, PolicyRule, Problem, Request, Running, start_ranks
+
+
+def pools_of(config: Config) -> tuple[Pool, ...]:
+    return tuple(Pool(name, entry.obj.spec.capacity.units()) for name, entry in sorted(config.pools.items()))
+
+
+def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...]:
+    """Policies on known pools, restricted to metered keys; a metered key without a
+    limit is capped by the capacity (SEMANTICS.md §2 defaults)."""
+    rules = []
+    for name, entry in sorted(config.policies.items()):
+        spec = entry.obj.spec
+        pool = pools.get(spec.pool)
+        if pool is None:
+            continue
+        reserved = {k: v for k, v in spec.reserved.units().items() if pool.metered(k)}
+        given = spec.limit.units() if spec.limit is not None else {}
+        limit = {k: min(given.get(k, cap), cap) for k, cap in pool.capacity.items()}
+        rules.append(PolicyRule(name, spec.subject, spec.pool, spec.priority, reserved, limit))
+    return tuple(rules)
+
+
+def running_of(allocations: list[tuple[str, Allocation]]) -> tuple[Running, ...]:
+    running = [Running(name, a.spec.subject, a.spec.pool, a.spec.preemptible,
+                       dict(sorted((k, v) for k, v in a.spec.holds.items() if v > 0)),
+                       parse_timestamp(a.spec.started_at) if a.spec.started_at else None)
+               for name, a in sorted(allocations)]
+    return tuple(start_ranks(running))
+
+
+def problem_from_config(config: Config, requests: list[StepRequest],
+                        extra_allocations: list[Allocation] = ()) -> Problem:
+    """Requests keep their arrival rank; allocations come from the files and the state."""
+    pools = pools_of(config)
+    by_name = {p.name: p for p in pools}
+    allocations = [(name, e.obj) for name, e in config.allocations.items()]
+    allocations += [(a.metadata.name, a) for a in extra_allocations
+                    if a.metadata.name not in config.allocations]
+    return Problem(
+        pools=pools,
+        policies=policies_of(config, by_name),
+        requests=tuple(Request(r.id, r.requester, r.demand, r.preemptible, rank)
+                       for rank, r in enumerate(requests) if r.requester is not None),
+        running=tuple(a for a in running_of(allocations) if a.pool in by_name),
+    )

@@ -1,0 +1,16 @@
+"""What a strategy returns: which requests are admitted through which policy,
+which running allocations are preempted (and for whom), and how sure it is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Solution:
+    strategy: str                                   # "optimal" | "zenml"
+    admitted: dict[str, str]                        # request id -> name of the policy it is admitted through
+    preempted: dict[str, list[str]] = field(default_factory=dict)  # allocation name -> sorted request ids it made room for
+    status: str = "OPTIMAL"                         # "OPTIMAL" | "FEASIBLE" (a limit stopped the solve)
+    objective: list[int] = field(default_factory=list)  # SEMANTICS.md §5 tier values in order ([] for zenml)
+    gap: float = 0.0                                # largest relative gap between a tier's value and its bound

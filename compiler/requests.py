@@ -1,0 +1,102 @@
+"""One request per pipeline step: merged ResourceSettings -> demand vector (SEMANTICS.md §1).
+
+Arrival order (FORMAT.md): steps that set ``submitted_at`` arrived at that time and
+come first, by time; the others arrive in the order of their files on the command
+line (directories in sorted path order), then document order, then step order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .config import Config, Entry
+from .model import Pipeline, ResourceSettings, parse_timestamp
+from .units import memory_mb_ceil, mcpu_ceil
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    id: str                          # "<pipeline>/<step>"
+    pipeline: str
+    step: str
+    requester: str | None            # component name; None when the stack is unknown
+    settings: ResourceSettings       # pipeline default merged with the step's own
+    demand: dict[str, int]
+    preemptible: bool
+    submitted_at: datetime | None
+    entry: Entry[Pipeline]
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return ("spec", "steps", self.step)
+
+    def settings_path(self) -> tuple[str, ...]:
+        """Where the step's own resources are written, else the pipeline default's."""
+        step = self.entry.obj.spec.steps[self.step]
+        if step.settings is not None and step.settings.resources is not None:
+            return self.path + ("settings", "resources")
+        if self.entry.obj.spec.settings is not None and self.entry.obj.spec.settings.resources is not None:
+            return ("spec", "settings", "resources")
+        return self.path
+
+    def field_path(self, name: str) -> tuple[str, ...]:
+        """Where a settings field (e.g. "memory") that this request uses was written."""
+        step = self.entry.obj.spec.steps[self.step]
+        own = step.settings.resources if step.settings and step.settings.resources else None
+        if own is not None and getattr(own, name) is not None:
+            return self.path + ("settings", "resources", name)
+        default = self.entry.obj.spec.settings
+        if default and default.resources and getattr(default.resources, name) is not None:
+            return ("spec", "settings", "resources", name)
+        return self.settings_path()
+
+
+def demand_of(settings: ResourceSettings) -> dict[str, int]:
+    """SEMANTICS.md §1.2, in that order; keys sorted."""
+    demand: dict[str, int] = dict(settings.pool_resources or {})
+    if settings.gpu_count is not None:
+        if settings.gpu_count > 0:
+            demand["gpu"] = settings.gpu_count
+        else:
+            demand.pop("gpu", None)
+    if settings.cpu_count is not None:
+        demand["mcpu"] = mcpu_ceil(settings.cpu_count)
+    if settings.memory is not None:
+        demand["memory_mb"] = memory_mb_ceil(settings.memory)
+    demand["step_run"] = 1
+    return dict(sorted(demand.items()))
+
+
+def requester_of(config: Config, pipeline: Pipeline, step_operator: str | None) -> str | None:
+    if step_operator is not None:
+        return step_operator
+    stack = config.stacks.get(pipeline.spec.stack)
+    return stack.obj.spec.orchestrator.name if stack else None
+
+
+def build_requests(config: Config) -> list[StepRequest]:
+    """Every step of every pipeline, in arrival order."""
+    file_rank = {f: i for i, f in enumerate(config.files)}
+    entries = sorted(config.pipelines.values(), key=lambda e: (file_rank.get(e.doc.file, len(file_rank)),
+                                                               e.doc.file, e.doc.index))
+    found: list[StepRequest] = []
+    for entry in entries:
+        pipeline = entry.obj
+        default = pipeline.spec.settings.resources if pipeline.spec.settings else None
+        for step_name, step in pipeline.spec.steps.items():
+            own = step.settings.resources if step.settings and step.settings.resources else None
+            settings = (own or ResourceSettings()).merged_over(default)
+            found.append(StepRequest(
+                id=f"{pipeline.metadata.name}/{step_name}",
+                pipeline=pipeline.metadata.name,
+                step=step_name,
+                requester=requester_of(config, pipeline, step.step_operator),
+                settings=settings,
+                demand=demand_of(settings),
+                preemptible=settings.preemptible if settings.preemptible is not None else True,
+                submitted_at=parse_timestamp(step.submitted_at) if step.submitted_at else None,
+                entry=entry,
+            ))
+    timed = sorted((r for r in found if r.submitted_at is not None), key=lambda r: r.submitted_at)
+    return timed + [r for r in found if r.submitted_at is None]

@@ -1,0 +1,64 @@
+"""Quantities: memory/disk strings and CPU counts to integer request units.
+
+All arithmetic is exact decimal: ZenML multiplies cpu_count in binary floating
+point (16.1 cores -> 16101 mcpu there); SEMANTICS.md §1 fixes 16100 here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+
+# Decimal and binary suffixes in ZenML spelling (KB, KiB, ...) and in Kubernetes
+# spelling (k/K, Ki, ...). A unit is required: a bare number is ambiguous.
+_UNITS: dict[str, int] = {
+    "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
+    "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+}
+_UNIT_ALTERNATION = "|".join(sorted(_UNITS, key=lambda u: (-len(u), u)))
+QUANTITY_PATTERN = rf"^([0-9]+(\.[0-9]+)?|\.[0-9]+)({_UNIT_ALTERNATION})$"
+_QUANTITY = re.compile(QUANTITY_PATTERN)
+
+BYTES_PER_MB = 10**6
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes in a quantity string, rounded up to a whole byte ("1.5Ki" -> 1536)."""
+    match = _QUANTITY.match(text)
+    if not match:
+        raise ValueError(f"not a quantity: {text!r}")
+    number, _, unit = match.groups()
+    return math.ceil(Decimal(number) * _UNITS[unit])
+
+
+def memory_mb_ceil(text: str) -> int:
+    """Request side: decimal megabytes, rounded up (16GiB -> 17180)."""
+    return -(-parse_bytes(text) // BYTES_PER_MB)
+
+
+def memory_mb_floor(text: str) -> int:
+    """Supply side (capacity, reserved, limit): decimal megabytes, rounded down."""
+    return parse_bytes(text) // BYTES_PER_MB
+
+
+def mcpu_ceil(cores: int | float) -> int:
+    """Milli-CPU from a core count, exact decimal, rounded up (0.5 -> 500, 16.1 -> 16100)."""
+    return math.ceil(Decimal(str(cores)) * 1000)
+
+
+def gigabytes_ceil(text: str) -> int:
+    """Whole decimal GB, rounded up (SageMaker VolumeSizeInGB)."""
+    return -(-parse_bytes(text) // 10**9)
+
+
+def format_mcpu(mcpu: int) -> str:
+    """Kubernetes CPU quantity: whole cores as "2", otherwise milli-CPU "500m"."""
+    return str(mcpu // 1000) if mcpu % 1000 == 0 else f"{mcpu}m"
+
+
+def format_memory_mb(memory_mb: int) -> str:
+    """Kubernetes memory quantity in decimal megabytes ("16000M")."""
+    return f"{memory_mb}M"

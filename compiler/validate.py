@@ -1,0 +1,32 @@
+"""The validate stage as a library call: load -> schema -> model -> checks.
+
+Library first, CLI on top: `poolc validate`, `plan` and `apply` all start here,
+and so can any other tool that wants poolc's diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .checks import run_checks
+from .config import Config, build_config
+from .diagnostics import Diagnostic, has_errors
+from .load import load_paths
+
+
+@dataclass
+class Validation:
+    config: Config
+    diagnostics: list[Diagnostic]
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def validate_paths(paths: Iterable[str]) -> Validation:
+    loaded = load_paths(paths)
+    config, problems = build_config(loaded.files, loaded.documents)
+    problems = loaded.diagnostics + problems + run_checks(config)
+    return Validation(config, sorted(set(problems)))
