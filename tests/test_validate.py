@@ -1,0 +1,370 @@
+"""`poolc validate` against fixture files, in the style of check-jsonschema and yamllint.
+
+tests/fixtures/positive/*.yaml must validate clean (no errors, no warnings).
+tests/fixtures/negative/*.yaml carry their expectation in a leading comment block:
+
+    # expect: 14:9 error R004      one line per expected diagnostic (line:col severity rule)
+    # context: platform            validate tests/fixtures/context/platform.yaml first
+    # xfail: BUG ...               a known compiler bug; the test is xfail(strict=True)
+
+and the test asserts the EXACT multiset of (file, line, column, severity, rule):
+a missing, extra or misplaced diagnostic fails, and so does one that lands in a
+context file. Hostile inputs that must not be committed (an 8 MiB file, bytes
+that are not UTF-8) are generated in tmp_path by the cases at the bottom.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from compiler.diagnostics import RULES
+from compiler.load import MAX_FILE_BYTES
+from compiler.validate import validate_paths
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+CONTEXT = FIXTURES / "context"
+
+_EXPECT = re.compile(r"^# expect: (\d+):(\d+) (error|warning) ([A-Z]\d{3})\s*$")
+_CONTEXT = re.compile(r"^# context: ([a-z0-9-]+)\s*$")
+_XFAIL = re.compile(r"^# xfail: (BUG .+)$")
+
+# (file, line, column, severity, rule); file is "" for the fixture itself.
+Key = tuple[str, int, int, str, str]
+
+
+@dataclass
+class Header:
+    expected: Counter = field(default_factory=Counter)
+    contexts: list[Path] = field(default_factory=list)
+    xfail: str | None = None
+
+
+def read_header(path: Path) -> Header:
+    """Parse the leading comment block. A line that starts like a directive but does
+    not parse is an error, so a typo in an expectation can never pass silently."""
+    header = Header()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        if line.startswith("# expect:"):
+            match = _EXPECT.match(line)
+            if not match:
+                raise ValueError(f"{path}: malformed expectation {line!r}")
+            header.expected[("", int(match[1]), int(match[2]), match[3], match[4])] += 1
+        elif line.startswith("# context:"):
+            match = _CONTEXT.match(line)
+            if not match or not (CONTEXT / f"{match[1]}.yaml").is_file():
+                raise ValueError(f"{path}: unknown context {line!r}")
+            header.contexts.append(CONTEXT / f"{match[1]}.yaml")
+        elif line.startswith("# xfail:"):
+            match = _XFAIL.match(line)
+            if not match:
+                raise ValueError(f"{path}: an xfail line must say '# xfail: BUG <what and where>'")
+            header.xfail = match[1]
+    return header
+
+
+def _as_given(path: Path) -> str:
+    """The spelling validate_paths reports a file under (normalized, '/' separators)."""
+    return os.path.normpath(str(path)).replace(os.sep, "/")
+
+
+def actual_diagnostics(path: Path, contexts: list[Path]) -> Counter:
+    result = validate_paths([_as_given(p) for p in [*contexts, path]])
+    own = _as_given(path)
+    return Counter((("" if d.file == own else d.file), d.line, d.column, d.severity, d.rule)
+                   for d in result.diagnostics)
+
+
+def mismatches(path: Path, expected: Counter, contexts: list[Path]) -> list[str]:
+    """Human-readable differences between expected and actual diagnostics ([] = exact match)."""
+    actual = actual_diagnostics(path, contexts)
+    problems = []
+    for key in sorted((expected - actual).elements()):
+        problems.append(f"missing:    {_fmt(key)}")
+    for key in sorted((actual - expected).elements()):
+        problems.append(f"unexpected: {_fmt(key)}")
+    return problems
+
+
+def _fmt(key: Key) -> str:
+    file, line, col, severity, rule = key
+    return f"{file + ':' if file else ''}{line}:{col} {severity} {rule}"
+
+
+def check_fixture(path: Path) -> list[str]:
+    header = read_header(path)
+    if path.parent.name == "negative" and not header.expected:
+        return ["a negative fixture needs at least one '# expect:' line"]
+    if path.parent.name == "positive" and header.expected:
+        return ["a positive fixture must not expect diagnostics"]
+    return mismatches(path, header.expected, header.contexts)
+
+
+def _params(folder: str) -> list:
+    params = []
+    for path in sorted((FIXTURES / folder).glob("*.yaml")):
+        reason = read_header(path).xfail
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+# --- committed fixtures ----------------------------------------------------------
+
+def test_context_files_are_clean():
+    """Context must add nothing: every diagnostic of a fixture run is then the fixture's."""
+    result = validate_paths([_as_given(CONTEXT)])
+    assert result.diagnostics == []
+    assert len(result.config.pools) >= 1 and len(result.config.stacks) >= 1
+
+
+@pytest.mark.parametrize("path", _params("positive"))
+def test_positive_fixture(path: Path):
+    assert check_fixture(path) == []
+
+
+@pytest.mark.parametrize("path", _params("negative"))
+def test_negative_fixture(path: Path):
+    assert check_fixture(path) == []
+
+
+def test_positive_fixtures_together_with_context():
+    """Cross-file rules (unique names, reserved sums) hold for the whole positive set."""
+    known_bad = {p for p in (FIXTURES / "positive").glob("*.yaml") if read_header(p).xfail}
+    files = [_as_given(p) for p in sorted((FIXTURES / "positive").glob("*.yaml")) if p not in known_bad]
+    result = validate_paths([_as_given(CONTEXT), *files])
+    assert [d.as_text() for d in result.diagnostics] == []
+
+
+def test_examples_have_no_errors():
+    result = validate_paths([_as_given(REPO / "examples")])
+    assert result.ok, [d.as_text() for d in result.diagnostics]
+    assert {d.rule for d in result.diagnostics} <= {"P006"}
+
+
+# --- the harness itself must be able to fail -------------------------------------
+
+def _copy_fixture_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES / "context", root / "context")
+    shutil.copytree(FIXTURES / "negative", root / "negative")
+    return root
+
+
+def _check_tree(root: Path) -> dict[str, list[str]]:
+    """Run the same comparison over a copied fixture dir; {stem: problems} of failing files."""
+    failing = {}
+    for path in sorted((root / "negative").glob("*.yaml")):
+        header = read_header(path)
+        if header.xfail:
+            continue
+        contexts = [root / "context" / c.name for c in header.contexts]
+        problems = (["no expectation"] if not header.expected
+                    else mismatches(path, header.expected, contexts))
+        if problems:
+            failing[path.stem] = problems
+    return failing
+
+
+def test_harness_passes_on_an_unchanged_copy(tmp_path: Path):
+    assert _check_tree(_copy_fixture_tree(tmp_path)) == {}
+
+
+def test_harness_fails_when_one_expectation_is_missing(tmp_path: Path):
+    root = _copy_fixture_tree(tmp_path)
+    victim = root / "negative" / "p003-above-capacity.yaml"
+    lines = victim.read_text(encoding="utf-8").splitlines(keepends=True)
+    dropped = next(i for i, line in enumerate(lines) if line.startswith("# expect: 26:10"))
+    # Keep line numbers: replace the expectation by a plain comment line.
+    lines[dropped] = "# (expectation removed)\n"
+    victim.write_text("".join(lines), encoding="utf-8")
+    assert _check_tree(root) == {"p003-above-capacity": ["unexpected: 26:10 error P003"]}
+
+
+def test_harness_fails_on_a_wrong_column_or_severity(tmp_path: Path):
+    root = _copy_fixture_tree(tmp_path)
+    victim = root / "negative" / "r004-non-preemptible.yaml"
+    text = victim.read_text(encoding="utf-8")
+    line = next(x for x in text.splitlines() if x.startswith("# expect:"))
+    line_no, col = _EXPECT.match(line).group(1, 2)
+    victim.write_text(text.replace(line, f"# expect: {line_no}:{int(col) + 1} warning R004"), encoding="utf-8")
+    assert _check_tree(root) == {"r004-non-preemptible": [
+        f"missing:    {line_no}:{int(col) + 1} warning R004",
+        f"unexpected: {line_no}:{col} error R004"]}
+
+
+def test_harness_rejects_malformed_expectations(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("# expect: 3 error R004\napiVersion: poolc/v1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="malformed expectation"):
+        read_header(bad)
+
+
+def test_harness_counts_duplicates(tmp_path: Path):
+    """Two identical (line, col, rule) diagnostics need two expectation lines."""
+    path = FIXTURES / "negative" / "r001-zero-memory.yaml"
+    header = read_header(path)
+    assert mismatches(path, header.expected, header.contexts) == []
+    doubled = header.expected + Counter({next(iter(header.expected)): 1})
+    assert mismatches(path, doubled, header.contexts) != []
+
+
+# --- generated hostile input (not committed) -------------------------------------
+
+HEAD = "apiVersion: poolc/v1\nkind: ResourcePool\nmetadata: {name: generated}\nspec:\n  capacity: {gpu: 1}\n"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A file written in tmp_path as bytes, and the diagnostics it must produce."""
+
+    name: str
+    make: Callable[[], bytes]
+    expected: tuple[tuple[int, int, str, str], ...]
+    xfail: str | None = None
+
+
+def _too_large() -> bytes:
+    body = HEAD.encode()
+    padding = b"# " + b"x" * 1022 + b"\n"
+    return body + padding * (MAX_FILE_BYTES // len(padding) + 1)
+
+
+def _exactly_max() -> bytes:
+    body = HEAD.encode()
+    return body + b"#" * (MAX_FILE_BYTES - len(body) - 1) + b"\n"
+
+
+GENERATED = [
+    Generated("over-8-mib", _too_large, ((1, 1, "error", "Y007"),)),
+    Generated("exactly-8-mib", _exactly_max, ()),
+    Generated("latin-1-byte", lambda: HEAD.replace("generated", "caf\xe9").encode("latin-1"),
+              ((3, 21, "error", "Y001"),)),
+    Generated("invalid-utf8-later-line", lambda: HEAD.encode() + b"  # \x80\x81 stray bytes\n",
+              ((6, 5, "error", "Y001"),)),
+    Generated("utf-16-le-bom", lambda: HEAD.encode("utf-16"), ((1, 1, "error", "Y001"),)),
+    Generated("utf-16-be-bom", lambda: b"\xfe\xff" + HEAD.encode("utf-16-be"), ((1, 1, "error", "Y001"),)),
+    Generated("utf-8-bom", lambda: b"\xef\xbb\xbf" + HEAD.encode(), ()),
+    Generated("crlf-line-ends", lambda: HEAD.replace("\n", "\r\n").encode()
+              + b"  capacty: {}\r\n", ((6, 3, "error", "S001"),)),
+    Generated("utf-16-le-without-bom", lambda: HEAD.encode("utf-16-le"), ((1, 1, "error", "Y001"),),
+              xfail="BUG a UTF-16 file without BOM decodes as UTF-8 (NUL bytes are valid) and, since "
+                    "'p\\0o\\0o\\0l\\0c\\0/' never matches 'poolc/', is skipped silently with exit 0 "
+                    "(compiler/load.py _decode / _mentions_poolc)"),
+    Generated("nul-byte", lambda: HEAD.encode() + b"  x: \x00\n", ((6, 6, "error", "Y002"),),
+              xfail="BUG a control character (NUL) is reported at 1:1, not where it is "
+                    "(compiler/load.py load_text: the ReaderError has no problem_mark)"),
+]
+
+
+def _generated_params() -> list:
+    return [pytest.param(case, id=case.name,
+                         marks=[pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else [])
+            for case in GENERATED]
+
+
+@pytest.mark.parametrize("case", _generated_params())
+def test_generated_hostile_file(case: Generated, tmp_path: Path):
+    path = tmp_path / f"{case.name}.yaml"
+    path.write_bytes(case.make())
+    expected = Counter(("", *key) for key in case.expected)
+    assert mismatches(path, expected, []) == []
+
+
+def test_file_over_the_limit_is_not_read(tmp_path: Path):
+    """The size guard runs before reading: a sparse 64 GiB file is refused at once."""
+    path = tmp_path / "sparse.yaml"
+    with open(path, "wb") as handle:
+        handle.truncate(64 * 1024**3)
+    result = validate_paths([str(path)])
+    assert [(d.rule, d.line, d.column) for d in result.diagnostics] == [("Y007", 1, 1)]
+
+
+def test_missing_path_is_y001(tmp_path: Path):
+    missing = _as_given(tmp_path / "nope.yaml")
+    result = validate_paths([missing])
+    assert [(d.file, d.rule, d.severity) for d in result.diagnostics] == [(missing, "Y001", "error")]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: 50,000 nested '[' (a 100 KB file) kill the process with SIGSEGV: "
+                   "C stack overflow in ruamel's composer (compiler/load.py load_text -> _yaml.compose_all); "
+                   "expected exit 1 with Y006")
+def test_deep_flow_nesting_does_not_crash_the_process(tmp_path: Path):
+    """Run in a subprocess: the failure mode is a dead interpreter, not an exception."""
+    path = tmp_path / "deep.yaml"
+    depth = 50_000
+    path.write_text(HEAD + "x: " + "[" * depth + "]" * depth + "\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", "validate", str(path)],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert (proc.returncode, "Y006" in proc.stdout) == (1, True), proc.returncode
+
+
+def test_moderately_deep_nesting_is_y006(tmp_path: Path):
+    """10,000 levels stay below the crash and are refused by the depth guard."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(HEAD + "x: " + "[" * 10_000 + "]" * 10_000 + "\n", encoding="utf-8")
+    expected = Counter({("", 6, 68, "error", "Y006"): 1})
+    assert mismatches(path, expected, []) == []
+
+
+# --- foreign YAML in a directory ---------------------------------------------------
+
+FOREIGN = {
+    "charts/app/templates/deployment.yaml": (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include \"app.fullname\" . }}\n"
+        "  labels:\n    {{- include \"app.labels\" . | nindent 4 }}\nspec:\n"
+        "  replicas: {{ .Values.replicaCount }}\n"),
+    "cloudformation/bucket.yml": (
+        "AWSTemplateFormatVersion: '2010-09-09'\nResources:\n  Bucket:\n    Type: AWS::S3::Bucket\n"
+        "    Properties:\n      BucketName: !Ref Name\n      Arn: !GetAtt Bucket.Arn\n"),
+    "k8s/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\n",
+    "notes/not-yaml.yaml": "{{{ this is not yaml at all ]]]\n\t\n",
+    "README.md": "apiVersion: poolc/v1 - not a YAML file name, never read\n",
+}
+
+
+def test_foreign_yaml_in_a_directory_is_skipped_silently(tmp_path: Path):
+    for rel, text in FOREIGN.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    (tmp_path / "pools").mkdir()
+    (tmp_path / "pools" / "v9.yaml").write_text(HEAD.replace("poolc/v1", "poolc/v9"), encoding="utf-8")
+    result = validate_paths([_as_given(tmp_path)])
+    assert [(Path(d.file).relative_to(tmp_path).as_posix(), d.line, d.column, d.rule)
+            for d in result.diagnostics] == [("pools/v9.yaml", 1, 13, "S004")]
+
+
+def test_hidden_directories_are_not_searched(tmp_path: Path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "broken.yaml").write_text(HEAD + "  capacty: {}\n", encoding="utf-8")
+    assert validate_paths([_as_given(tmp_path)]).diagnostics == []
+
+
+# --- every rule that files can trigger is covered ------------------------------------
+
+# Rules no file can trigger, with the reason (none so far).
+NOT_FROM_FILES: dict[str, str] = {}
+
+
+def test_every_rule_has_a_fixture():
+    covered = set()
+    for path in (FIXTURES / "negative").glob("*.yaml"):
+        header = read_header(path)
+        if not header.xfail:
+            covered |= {key[4] for key in header.expected}
+    covered |= {key[3] for case in GENERATED if not case.xfail for key in case.expected}
+    covered.add("Y001")  # test_missing_path_is_y001
+    assert set(RULES) - set(NOT_FROM_FILES) - covered == set()
+    assert covered - set(RULES) == set(), "a fixture expects a rule id that is not registered"
