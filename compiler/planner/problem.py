@@ -72,9 +72,16 @@ class Problem:
     requests: tuple[Request, ...]
     running: tuple[Running, ...] = ()
     _by_pool: dict = field(default=None, compare=False, repr=False)
+    _by_subject: dict = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_pool", {p.name: p for p in self.pools})
+        by_subject: dict[str, list[PolicyRule]] = {}
+        for q in self.policies:
+            by_subject.setdefault(q.subject, []).append(q)
+        for rules in by_subject.values():
+            rules.sort(key=lambda q: (-q.priority, q.pool))
+        object.__setattr__(self, "_by_subject", by_subject)
 
     def pool(self, name: str) -> Pool:
         return self._by_pool[name]
@@ -82,12 +89,11 @@ class Problem:
     def policies_of(self, subject: str) -> list[PolicyRule]:
         """The subject's policies, by priority (desc) then pool name — the order the
         reference reconciler tries pools in."""
-        return sorted((q for q in self.policies if q.subject == subject),
-                      key=lambda q: (-q.priority, q.pool))
+        return list(self._by_subject.get(subject, ()))
 
     def policy_for(self, subject: str, pool: str) -> PolicyRule | None:
-        for q in self.policies:
-            if q.subject == subject and q.pool == pool:
+        for q in self._by_subject.get(subject, ()):
+            if q.pool == pool:
                 return q
         return None
 
