@@ -1,0 +1,213 @@
+"""Kubernetes target: one suspended batch/v1 Job per step on a Kubernetes component,
+plus one PriorityClass per policy priority (TARGETS.md "Kubernetes").
+
+A managed Job is created suspended and carries Kueue's queue and priority labels:
+Kueue, not the Job controller, decides when it starts, which keeps the pool rules
+at runtime. An unmanaged step (its component has no policy) gets a plain Job that
+runs at once; a rejected step gets no file at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+
+from ..model import KubernetesComponent
+from ..requests import StepRequest
+from .context import (LABEL_PREFIX, MANAGED_BY, TargetContext, dns_label, local_queue_name,
+                      priority_class_name)
+from ..units import format_mcpu, format_memory_mb
+from .yamlout import dump_all
+
+BUILTIN_KEYS = ("gpu", "mcpu", "memory_mb", "step_run")
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+# poolc/ZenML unit spellings -> Kubernetes quantity suffixes ("4GB" is not valid there).
+_K8S_SUFFIX = {"KB": "k", "K": "k", "k": "k", "MB": "M", "M": "M", "GB": "G", "G": "G", "TB": "T", "T": "T",
+               "PB": "P", "P": "P", "KiB": "Ki", "Ki": "Ki", "MiB": "Mi", "Mi": "Mi", "GiB": "Gi", "Gi": "Gi",
+               "TiB": "Ti", "Ti": "Ti", "PiB": "Pi", "Pi": "Pi"}
+_QUANTITY = re.compile(r"^([0-9]*\.?[0-9]+)([A-Za-z]+)$")
+
+
+def kubernetes_quantity(text: str) -> str:
+    """A poolc quantity (``100GB``, ``8Gi``, ``.5TiB``) in Kubernetes syntax (``100G``, ``8Gi``, ``0.5Ti``)."""
+    match = _QUANTITY.match(text)
+    if not match or match.group(2) not in _K8S_SUFFIX:
+        raise ValueError(f"not a quantity: {text!r}")
+    number = match.group(1)
+    return f"{'0' if number.startswith('.') else ''}{number}{_K8S_SUFFIX[match.group(2)]}"
+
+
+def gpu_product_value(gpu_type: str) -> str:
+    """The gpu_type as a label value (spaces and other characters become '-')."""
+    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", gpu_type).strip("-_.")
+    return value[:63].rstrip("-_.")
+
+
+def kubernetes_steps(ctx: TargetContext) -> list[tuple[StepRequest, KubernetesComponent]]:
+    """Steps whose requester is a Kubernetes component, except rejected ones and
+    steps with no image (validate reports both)."""
+    found = []
+    for request in ctx.requests:
+        component = ctx.component(request.requester)
+        if (isinstance(component, KubernetesComponent) and not ctx.is_rejected(request)
+                and ctx.image_of(request)):
+            found.append((request, component))
+    return found
+
+
+def job_names(steps: list[tuple[StepRequest, KubernetesComponent]]) -> dict[str, str]:
+    """Request id -> Job name: ``<pipeline>--<step>`` as a DNS-1123 label; names
+    that would clash in one namespace (``a_b`` and ``a-b``) all get a hash suffix."""
+    wanted = {r.id: (c.namespace, dns_label(f"{r.pipeline}--{r.step}")) for r, c in steps}
+    count: dict[tuple[str, str], int] = defaultdict(int)
+    for key in wanted.values():
+        count[key] += 1
+    names = {}
+    for request_id, (namespace, name) in wanted.items():
+        if count[(namespace, name)] > 1:
+            digest = hashlib.sha256(request_id.encode()).hexdigest()[:8]
+            name = f"{name[:54].rstrip('-')}-{digest}"
+        names[request_id] = name
+    return names
+
+
+def _resources(request: StepRequest) -> dict:
+    demand, settings = request.demand, request.settings
+    requests: dict[str, str] = {}
+    limits: dict[str, str] = {}
+    if demand.get("mcpu"):
+        requests["cpu"] = format_mcpu(demand["mcpu"])
+    if demand.get("memory_mb"):
+        requests["memory"] = limits["memory"] = format_memory_mb(demand["memory_mb"])
+    if settings.disk:
+        requests["ephemeral-storage"] = limits["ephemeral-storage"] = kubernetes_quantity(settings.disk)
+    if demand.get("gpu"):
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(demand["gpu"])
+    resources = {}
+    if limits:
+        resources["limits"] = dict(sorted(limits.items()))
+    if requests:
+        resources["requests"] = dict(sorted(requests.items()))
+    return resources
+
+
+def _container(ctx: TargetContext, request: StepRequest) -> dict:
+    container: dict = {"name": "step", "image": ctx.image_of(request)}
+    command = ctx.command_of(request)
+    if command:
+        container["command"] = list(command)
+    container["env"] = [{"name": "POOLC_PIPELINE", "value": request.pipeline},
+                        {"name": "POOLC_STEP", "value": request.step}]
+    resources = _resources(request)
+    if resources:
+        container["resources"] = resources
+    if request.settings.shm:
+        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return container
+
+
+def _shm_volume(shm: str) -> dict:
+    empty_dir = {"medium": "Memory"}
+    if shm != "auto":
+        empty_dir["sizeLimit"] = kubernetes_quantity(shm)
+    return {"name": "dshm", "emptyDir": empty_dir}
+
+
+def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesComponent, name: str) -> dict:
+    """The batch/v1 Job of one step."""
+    policy = ctx.policy_of(request)
+    step_labels = {**MANAGED_BY, f"{LABEL_PREFIX}pipeline": request.pipeline, f"{LABEL_PREFIX}step": request.step}
+    labels = dict(step_labels)
+    if policy is not None:
+        labels.update({
+            f"{LABEL_PREFIX}policy": policy.name,
+            f"{LABEL_PREFIX}pool": policy.pool,
+            "kueue.x-k8s.io/queue-name": local_queue_name(policy.name, request.preemptible),
+            "kueue.x-k8s.io/priority-class": priority_class_name(policy.priority),
+        })
+    annotations = {f"{LABEL_PREFIX}source": request.entry.doc.file}
+    custom = {k: v for k, v in request.demand.items() if k not in BUILTIN_KEYS}
+    if custom:
+        annotations[f"{LABEL_PREFIX}pool-resources"] = json.dumps(custom, sort_keys=True, separators=(",", ":"))
+
+    pod: dict = {"restartPolicy": "Never"}
+    if component.service_account:
+        pod["serviceAccountName"] = component.service_account
+    if policy is not None:
+        pod["priorityClassName"] = priority_class_name(policy.priority)
+    if request.settings.gpu_type and request.demand.get("gpu"):
+        pod["nodeSelector"] = {GPU_PRODUCT_LABEL: gpu_product_value(request.settings.gpu_type)}
+    pod["containers"] = [_container(ctx, request)]
+    if request.settings.shm:
+        pod["volumes"] = [_shm_volume(request.settings.shm)]
+
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": component.namespace,
+            "labels": dict(sorted(labels.items())),
+            "annotations": dict(sorted(annotations.items())),
+        },
+        "spec": {
+            # Kueue unsuspends a managed Job when it admits it; an unmanaged one runs at once.
+            "suspend": policy is not None,
+            # Retries belong to the pipeline; a pod disrupted by preemption or node
+            # drain does not count as a failure of the step.
+            "backoffLimit": 0,
+            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+            "template": {
+                "metadata": {"labels": dict(sorted(step_labels.items()))},
+                "spec": pod,
+            },
+        },
+    }
+
+
+def render_priority_classes(ctx: TargetContext) -> tuple[list[dict], list[str]] | None:
+    """One PriorityClass per distinct priority of a policy whose subject is a
+    Kubernetes component, by value descending; None when there is none."""
+    by_value: dict[int, list[str]] = defaultdict(list)
+    for policy in ctx.kubernetes_policies():
+        by_value[policy.priority].append(policy.name)
+    if not by_value:
+        return None
+    objects = []
+    for value in sorted(by_value, reverse=True):
+        objects.append({
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": priority_class_name(value), "labels": dict(MANAGED_BY)},
+            "value": value,
+            "globalDefault": False,
+            # Kueue decides preemption; the scheduler must not evict pods by itself
+            # (it could evict a non-preemptible step).
+            "preemptionPolicy": "Never",
+            "description": f"poolc policy priority {value} (policies: {', '.join(sorted(by_value[value]))})",
+        })
+    sources = [ctx.policy_entry(n).doc.file for names in by_value.values() for n in names]
+    return objects, sources
+
+
+def render(ctx: TargetContext) -> dict[str, str]:
+    """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
+    files: dict[str, str] = {}
+    steps = kubernetes_steps(ctx)
+    names = job_names(steps)
+    for request, component in steps:
+        job = render_job(ctx, request, component, names[request.id])
+        sources = [request.entry.doc.file, ctx.component_file(component.name)]
+        policy = ctx.policy_of(request)
+        if policy is not None:
+            sources.append(ctx.policy_entry(policy.name).doc.file)
+        path = f"kubernetes/{component.namespace}/{request.pipeline}--{request.step}.job.yaml"
+        files[path] = dump_all([job], version=ctx.version, sources=sources)
+    classes = render_priority_classes(ctx)
+    if classes is not None:
+        files["kubernetes/priorityclasses.yaml"] = dump_all(classes[0], version=ctx.version, sources=classes[1])
+    return dict(sorted(files.items()))

@@ -1,0 +1,209 @@
+"""Kueue target: the cluster keeps the pool rules at runtime (TARGETS.md "Kueue").
+
+Per pool, in ``kueue/<pool>.yaml`` (API kueue.x-k8s.io/v1beta2):
+- a ResourceFlavor ``<pool>`` and a root Cohort ``<pool>`` whose nominal quota is
+  the shared part (capacity minus every reservation on the pool);
+- per policy whose subject is a Kubernetes component: a child Cohort
+  ``<pool>.<policy>`` (parent ``<pool>``) whose borrowing limit is limit minus
+  reserved, and in it the ClusterQueues ``<policy>-guaranteed`` (nominal = reserved,
+  borrows nothing: non-preemptible steps) and ``<policy>-burst`` (nominal 0: every
+  use is borrowed and so reclaimable: preemptible steps);
+- a LocalQueue per ClusterQueue in the subject's namespace.
+WorkloadPriorityClasses are cluster-wide and shared by pools, so each is written
+once, in ``kueue/priorities.yaml``. Pools no Kubernetes component uses get no file.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..planner.problem import BUILTIN_UNBOUNDED, Pool, PolicyRule
+from ..units import format_mcpu, format_memory_mb
+from .context import (LABEL_PREFIX, MANAGED_BY, TargetContext, cluster_queue_name, local_queue_name,
+                      priority_class_name)
+from .yamlout import dump_all
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+# Covered in this order in every flavor of every object (Kueue requires one order).
+RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu", "ephemeral-storage")
+POOL_KEY = {"cpu": "mcpu", "memory": "memory_mb", "pods": "step_run", "nvidia.com/gpu": "gpu"}
+# Quota for a dimension the pool does not meter: never binds in practice, and stays
+# far inside Kueue's int64 arithmetic (10^9 millicores, 10^15 bytes, 10^6 pods) when
+# summed over thousands of queues.
+UNBOUNDED = {"cpu": "1000000", "memory": "1P", "pods": "1000000", "ephemeral-storage": "1P"}
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+
+
+def _format(resource: str, units: int) -> str:
+    if units == 0:
+        return "0"
+    if resource == "cpu":
+        return format_mcpu(units)
+    if resource == "memory":
+        return format_memory_mb(units)
+    return str(units)
+
+
+def capacity(pool: Pool, resource: str) -> int | None:
+    """Units of ``resource`` in the pool; None when the pool does not meter it (a
+    built-in key without a row, or ephemeral-storage). ``gpu`` without a row is 0."""
+    key = POOL_KEY.get(resource)
+    if key is None:
+        return None
+    if key in pool.capacity:
+        return pool.capacity[key]
+    return None if key in BUILTIN_UNBOUNDED else 0
+
+
+def _quota(name: str, nominal: str, borrowing: str | None = None, lending: str | None = None) -> dict:
+    entry = {"name": name, "nominalQuota": nominal}
+    if borrowing is not None:
+        entry["borrowingLimit"] = borrowing
+    if lending is not None:
+        entry["lendingLimit"] = lending
+    return entry
+
+
+def _groups(pool: Pool, quotas: list[dict]) -> list[dict]:
+    return [{"coveredResources": list(RESOURCES), "flavors": [{"name": pool.name, "resources": quotas}]}]
+
+
+def _meta(name: str, labels: dict[str, str], namespace: str | None = None) -> dict:
+    meta: dict = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(sorted({**MANAGED_BY, **labels}.items()))
+    return meta
+
+
+def root_cohort(pool: Pool, policies: list[PolicyRule]) -> dict:
+    """Nominal quota = the unreserved part of the pool (every policy's reservation,
+    also a SageMaker subject's, is kept out of the shared part)."""
+    quotas = []
+    for resource in RESOURCES:
+        cap = capacity(pool, resource)
+        if cap is None:
+            quotas.append(_quota(resource, UNBOUNDED[resource]))
+        else:
+            reserved = sum(q.rsv(POOL_KEY[resource]) for q in policies)
+            quotas.append(_quota(resource, _format(resource, max(0, cap - reserved))))
+    return {"apiVersion": API_VERSION, "kind": "Cohort",
+            "metadata": _meta(pool.name, {f"{LABEL_PREFIX}pool": pool.name}),
+            "spec": {"resourceGroups": _groups(pool, quotas)}}
+
+
+def child_cohort(pool: Pool, policy: PolicyRule) -> dict:
+    """Borrowing limit = limit - reserved: with the reserved part inside (the
+    guaranteed queue's nominal quota) the policy's total is capped at its limit."""
+    quotas = []
+    for resource in RESOURCES:
+        cap = capacity(pool, resource)
+        zero = _format(resource, 0)
+        if cap is None:
+            quotas.append(_quota(resource, zero))
+        else:
+            key = POOL_KEY[resource]
+            room = max(0, policy.limit.get(key, cap) - policy.rsv(key))
+            quotas.append(_quota(resource, zero, borrowing=_format(resource, room)))
+    return {"apiVersion": API_VERSION, "kind": "Cohort",
+            "metadata": _meta(cohort_name(pool.name, policy.name), _policy_labels(policy)),
+            "spec": {"parentName": pool.name, "resourceGroups": _groups(pool, quotas)}}
+
+
+def cohort_name(pool: str, policy: str) -> str:
+    """``<pool>.<policy>``: a dot cannot occur in either name, so no child cohort can
+    clash with another pool's root cohort (``a`` + ``b-c`` vs a pool ``a-b``)."""
+    return f"{pool}.{policy}"
+
+
+def _policy_labels(policy: PolicyRule) -> dict[str, str]:
+    return {f"{LABEL_PREFIX}pool": policy.pool, f"{LABEL_PREFIX}policy": policy.name}
+
+
+def cluster_queue(pool: Pool, policy: PolicyRule, namespace: str, preemptible: bool) -> dict:
+    quotas = []
+    for resource in RESOURCES:
+        cap = capacity(pool, resource)
+        zero = _format(resource, 0)
+        if preemptible:
+            quotas.append(_quota(resource, zero))
+        elif cap is None:
+            # Unmetered: as much as it likes, never borrowed (so never reclaimable),
+            # and nothing lent (so it does not inflate the cohort's totals).
+            quotas.append(_quota(resource, UNBOUNDED[resource], borrowing=zero, lending=zero))
+        else:
+            quotas.append(_quota(resource, _format(resource, policy.rsv(POOL_KEY[resource])), borrowing=zero))
+    preemption = ({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "LowerPriority"} if preemptible
+                  else {"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"})
+    return {"apiVersion": API_VERSION, "kind": "ClusterQueue",
+            "metadata": _meta(cluster_queue_name(policy.name, preemptible), _policy_labels(policy)),
+            "spec": {
+                "cohortName": cohort_name(pool.name, policy.name),
+                "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}},
+                "queueingStrategy": "BestEffortFIFO",
+                "preemption": preemption,
+                "resourceGroups": _groups(pool, quotas),
+            }}
+
+
+def local_queue(policy: PolicyRule, namespace: str, preemptible: bool) -> dict:
+    return {"apiVersion": API_VERSION, "kind": "LocalQueue",
+            "metadata": _meta(local_queue_name(policy.name, preemptible), _policy_labels(policy), namespace),
+            "spec": {"clusterQueue": cluster_queue_name(policy.name, preemptible)}}
+
+
+def resource_flavor(pool: Pool) -> dict:
+    """One flavor per pool, with no node labels: v1 pools name no node labels, and
+    GPU models are chosen per Job with a node selector."""
+    return {"apiVersion": API_VERSION, "kind": "ResourceFlavor",
+            "metadata": _meta(pool.name, {f"{LABEL_PREFIX}pool": pool.name}), "spec": {}}
+
+
+def render_pool(ctx: TargetContext, pool: Pool) -> tuple[list[dict], list[str]] | None:
+    """The objects of one pool and their source files; None if no Kubernetes policy."""
+    k8s = ctx.kubernetes_policies(pool.name)
+    if not k8s:
+        return None
+    every = [q for q in ctx.problem.policies if q.pool == pool.name]
+    objects = [resource_flavor(pool), root_cohort(pool, every)]
+    queues = []
+    sources = [ctx.config.pools[pool.name].doc.file]
+    for policy in k8s:
+        namespace = ctx.component(policy.subject).namespace
+        objects.append(child_cohort(pool, policy))
+        for preemptible in (False, True):
+            objects.append(cluster_queue(pool, policy, namespace, preemptible))
+            queues.append(local_queue(policy, namespace, preemptible))
+        sources += [ctx.policy_entry(policy.name).doc.file, ctx.component_file(policy.subject)]
+    sources += [ctx.policy_entry(q.name).doc.file for q in every]
+    queues.sort(key=lambda lq: (lq["metadata"]["namespace"], lq["metadata"]["name"]))
+    return objects + queues, sources
+
+
+def render_priorities(ctx: TargetContext) -> tuple[list[dict], list[str]] | None:
+    by_value: dict[int, list[PolicyRule]] = defaultdict(list)
+    for policy in ctx.kubernetes_policies():
+        by_value[policy.priority].append(policy)
+    if not by_value:
+        return None
+    objects = [{"apiVersion": API_VERSION, "kind": "WorkloadPriorityClass",
+                "metadata": _meta(priority_class_name(value), {}),
+                "value": value,
+                "description": f"poolc policy priority {value} (policies: "
+                               f"{', '.join(q.name for q in by_value[value])})"}
+               for value in sorted(by_value, reverse=True)]
+    sources = [ctx.policy_entry(q.name).doc.file for qs in by_value.values() for q in qs]
+    return objects, sources
+
+
+def render(ctx: TargetContext) -> dict[str, str]:
+    """``kueue/<pool>.yaml`` per pool a Kubernetes component uses, and ``kueue/priorities.yaml``."""
+    files: dict[str, str] = {}
+    for pool in ctx.problem.pools:
+        rendered = render_pool(ctx, pool)
+        if rendered is not None:
+            files[f"kueue/{pool.name}.yaml"] = dump_all(rendered[0], version=ctx.version, sources=rendered[1])
+    priorities = render_priorities(ctx)
+    if priorities is not None:
+        files["kueue/priorities.yaml"] = dump_all(priorities[0], version=ctx.version, sources=priorities[1])
+    return dict(sorted(files.items()))

@@ -1,0 +1,106 @@
+"""SageMaker target: one complete CreateTrainingJob request body per step on a
+SageMaker step operator (TARGETS.md "SageMaker").
+
+A training job names an instance type rather than CPUs and memory, so the body
+carries the catalog's choice (compiler.targets.catalog). Preemptible steps become
+Managed Spot Training: in both worlds the job may be interrupted and resumed from
+its checkpoints. JSON has no comments, so provenance goes into Tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from ..model import SageMakerComponent
+from ..requests import StepRequest
+from ..units import gigabytes_ceil
+from .catalog import NoFit, choose_instance
+from .context import TargetContext
+
+DEFAULT_VOLUME_GB = 30
+MAX_RUNTIME_SECONDS = 86_400          # one day; SageMaker's own default
+MAX_WAIT_SECONDS = 2 * MAX_RUNTIME_SECONDS  # spot: up to a day of waiting for capacity, plus the run
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+_TAG_UNSAFE = re.compile(r"[^\w .:/=+\-@]")
+
+
+def training_job_name(pipeline: str, step: str) -> str:
+    """``<pipeline>--<step>`` in SageMaker's pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``,
+    shortened with a hash suffix when longer than 63 characters."""
+    name = re.sub(r"[^A-Za-z0-9-]+", "-", f"{pipeline}--{step}").strip("-")
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(f"{pipeline}/{step}".encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-')}-{digest}"
+
+
+def _tag(key: str, value: str) -> dict[str, str]:
+    return {"Key": key, "Value": _TAG_UNSAFE.sub("_", value)[:256]}
+
+
+def _output_path(component: SageMakerComponent, request: StepRequest) -> str:
+    return f"{component.output_s3_uri.rstrip('/')}/{request.pipeline}/{request.step}"
+
+
+def training_job(ctx: TargetContext, request: StepRequest, component: SageMakerComponent,
+                 instance_type: str) -> dict:
+    """The CreateTrainingJob body of one step."""
+    algorithm: dict = {"TrainingImage": ctx.image_of(request), "TrainingInputMode": "File"}
+    command = ctx.command_of(request)
+    if command:
+        algorithm["ContainerEntrypoint"] = list(command)
+    output = _output_path(component, request)
+    policy = ctx.policy_of(request)
+    environment = {"POOLC_PIPELINE": request.pipeline, "POOLC_STEP": request.step}
+    tags = [_tag("poolc:pipeline", request.pipeline), _tag("poolc:step", request.step),
+            _tag("poolc:source", request.entry.doc.file), _tag("poolc:region", component.region),
+            _tag("poolc:generated-by", f"poolc {ctx.version} - do not edit")]
+    if policy is not None:
+        environment.update({"POOLC_POLICY": policy.name, "POOLC_POOL": policy.pool})
+        tags += [_tag("poolc:policy", policy.name), _tag("poolc:pool", policy.pool)]
+    stopping = {"MaxRuntimeInSeconds": MAX_RUNTIME_SECONDS}
+    body = {
+        "TrainingJobName": training_job_name(request.pipeline, request.step),
+        "AlgorithmSpecification": algorithm,
+        "RoleArn": component.role_arn,
+        "OutputDataConfig": {"S3OutputPath": output},
+        "ResourceConfig": {
+            "InstanceType": instance_type,
+            "InstanceCount": 1,
+            "VolumeSizeInGB": gigabytes_ceil(request.settings.disk) if request.settings.disk else DEFAULT_VOLUME_GB,
+        },
+        "StoppingCondition": stopping,
+        "Environment": environment,
+        "EnableManagedSpotTraining": request.preemptible,
+        "Tags": sorted(tags, key=lambda t: t["Key"]),
+    }
+    if request.preemptible:
+        stopping["MaxWaitTimeInSeconds"] = MAX_WAIT_SECONDS
+        body["CheckpointConfig"] = {"S3Uri": f"{output}/checkpoints", "LocalPath": CHECKPOINT_LOCAL_PATH}
+    return body
+
+
+def instance_for(request: StepRequest, component: SageMakerComponent) -> str | None:
+    choice = choose_instance(mcpu=request.demand.get("mcpu", 0), memory_mb=request.demand.get("memory_mb", 0),
+                             gpu=request.demand.get("gpu", 0), gpu_type=request.settings.gpu_type,
+                             allowed=component.instance_types)
+    return None if isinstance(choice, NoFit) else choice.name
+
+
+def render(ctx: TargetContext) -> dict[str, str]:
+    """``sagemaker/<pipeline>--<step>.json`` per step on a SageMaker step operator.
+    Rejected steps, steps without an image and steps no instance fits get no file
+    (validate reports each of them as an error)."""
+    files: dict[str, str] = {}
+    for request in ctx.requests:
+        component = ctx.component(request.requester)
+        if not isinstance(component, SageMakerComponent) or ctx.is_rejected(request) or not ctx.image_of(request):
+            continue
+        instance_type = instance_for(request, component)
+        if instance_type is None:
+            continue
+        body = training_job(ctx, request, component, instance_type)
+        files[f"sagemaker/{request.pipeline}--{request.step}.json"] = json.dumps(body, indent=2, sort_keys=True) + "\n"
+    return dict(sorted(files.items()))
