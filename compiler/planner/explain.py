@@ -1,0 +1,220 @@
+"""Why each request got its status, in numbers (SEMANTICS.md §6).
+
+Explanations are computed against the *final* state of a plan, i.e. what keeps
+running plus what is admitted: that is the state a user can check by hand, and
+the one in which a queued request is still waiting. Messages are plain
+sentences, deterministic, and name the rule, the key and both numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Mapping
+
+from .problem import Ineligibility, PolicyRule, Problem, Request, Running, metered_demand
+from .solution import Solution
+
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def _add(into: dict[str, int], amounts: Mapping[str, int], keys) -> None:
+    for key in keys:
+        if amounts.get(key, 0):
+            into[key] = into.get(key, 0) + amounts[key]
+
+
+def format_amounts(amounts: Mapping[str, int]) -> str:
+    """``gpu=2, mcpu=4000`` (keys sorted)."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(amounts.items()))
+
+
+@dataclass
+class FinalState:
+    """What runs once the plan is carried out, on each pool's metered keys:
+    running allocations that are not preempted, plus the admitted requests."""
+
+    problem: Problem
+    solution: Solution
+    kept: list[Running]
+    used: dict[str, dict[str, int]] = field(default_factory=dict)            # pool -> key -> units
+    held: dict[str, dict[str, int]] = field(default_factory=dict)            # policy -> key -> units
+    held_fixed: dict[str, dict[str, int]] = field(default_factory=dict)      # policy -> non-preemptible units
+    policies: dict[str, PolicyRule] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, problem: Problem, solution: Solution) -> "FinalState":
+        state = cls(problem, solution, [a for a in problem.running if a.name not in solution.preempted])
+        state.policies = {q.name: q for q in problem.policies}
+        state.used = {p.name: {} for p in problem.pools}
+        state.held = {q.name: {} for q in problem.policies}
+        state.held_fixed = {q.name: {} for q in problem.policies}
+        for alloc in state.kept:
+            state._take(alloc.pool, problem.policy_for(alloc.subject, alloc.pool), alloc.holds, alloc.preemptible)
+        for request in problem.requests:
+            name = solution.admitted.get(request.id)
+            if name is not None:
+                policy = state.policies[name]
+                state._take(policy.pool, policy, request.demand, request.preemptible)
+        return state
+
+    def _take(self, pool_name: str, policy: PolicyRule | None, amounts: Mapping[str, int],
+              preemptible: bool) -> None:
+        keys = self.problem.pool(pool_name).capacity
+        _add(self.used[pool_name], amounts, keys)
+        if policy is not None:
+            _add(self.held[policy.name], amounts, keys)
+            if not preemptible:
+                _add(self.held_fixed[policy.name], amounts, keys)
+
+    def free(self, pool_name: str, key: str) -> int:
+        return self.problem.pool(pool_name).capacity[key] - self.used[pool_name].get(key, 0)
+
+    def borrowed(self) -> dict[str, dict[str, int]]:
+        """Per kept allocation name and admitted request id, the units above its
+        policy's reserved share (SEMANTICS.md §3 applied to the final state):
+        per policy, non-preemptible first, then running before admitted (running
+        by started_at, admitted by arrival rank), then name."""
+        members: dict[str, list[tuple]] = {q: [] for q in self.policies}
+        for alloc in self.kept:
+            policy = self.problem.policy_for(alloc.subject, alloc.pool)
+            if policy is not None:
+                order = (alloc.preemptible, 0, alloc.started_at or _EARLIEST, 0, alloc.name)
+                members[policy.name].append((order, alloc.name, alloc.holds))
+        for request in self.problem.requests:
+            name = self.solution.admitted.get(request.id)
+            if name is not None:
+                order = (request.preemptible, 1, _EARLIEST, request.rank, request.id)
+                members[name].append((order, request.id, request.demand))
+        result: dict[str, dict[str, int]] = {}
+        for name, group in members.items():
+            policy = self.policies[name]
+            left = {k: policy.rsv(k) for k in self.problem.pool(policy.pool).capacity}
+            for _, who, amounts in sorted(group, key=lambda m: m[0]):
+                part: dict[str, int] = {}
+                for key in left:
+                    need = amounts.get(key, 0)
+                    inside = min(need, left[key])
+                    left[key] -= inside
+                    if need > inside:
+                        part[key] = need - inside
+                result[who] = part
+        return result
+
+
+# --- allocated ---------------------------------------------------------------------
+
+def allocated_message(borrowed: Mapping[str, int]) -> str:
+    if not borrowed:
+        return "allocated within reserved share"
+    return f"allocated, borrowing {format_amounts(borrowed)} above the reserved share"
+
+
+def running_message(allocation: str, borrowed: Mapping[str, int]) -> str:
+    """A step whose allocation already runs (recorded in the state or the files)."""
+    return f"already running as allocation {allocation}; {allocated_message(borrowed)}"
+
+
+def unmanaged_message(requester: str) -> str:
+    return (f"unmanaged: component {requester} has no policy on any pool, so the step runs outside "
+            "every pool; add a Policy for it to manage it")
+
+
+# --- queued ------------------------------------------------------------------------
+
+def binding_rule(state: FinalState, policy: PolicyRule, request: Request) -> str | None:
+    """The first rule that keeps ``request`` out of ``policy``'s pool in the final
+    state, checked as capacity, then limit, then the non-preemptible share; None
+    when it would fit now."""
+    pool = state.problem.pool(policy.pool)
+    need = sorted(metered_demand(pool, request.demand).items())
+    for key, units in need:
+        free = state.free(pool.name, key)
+        if units > free:
+            if free < 0:
+                return f"{key}: needs {units}, free 0 in pool {pool.name} (over capacity by {-free})"
+            return f"{key}: needs {units}, free {free} in pool {pool.name}"
+    for key, units in need:
+        held, limit = state.held[policy.name].get(key, 0), policy.limit.get(key, pool.capacity.get(key, 0))
+        if held + units > limit:
+            return f"limit: policy {policy.name} holds {held} of {limit} {key}, needs {units}"
+    if not request.preemptible:
+        for key, units in need:
+            held, reserved = state.held_fixed[policy.name].get(key, 0), policy.rsv(key)
+            if held + units > reserved:
+                return (f"non-preemptible share: policy {policy.name} holds {held} of reserved "
+                        f"{key}={reserved}, needs {units}")
+    return None
+
+
+def queued_message(state: FinalState, request: Request, eligible: list[PolicyRule]) -> str:
+    """The binding rule of the best pool (policy priority desc, pool name), or
+    head-of-line waiting when it would fit in some eligible pool now."""
+    reasons = [binding_rule(state, q, request) for q in eligible]
+    if None in reasons:
+        if state.solution.strategy == "zenml":
+            return "waits behind earlier requests (head-of-line)"
+        pool = eligible[reasons.index(None)].pool
+        return (f"would fit in pool {pool} now, but the solver stopped before admitting it "
+                f"(status {state.solution.status})")
+    return reasons[0]
+
+
+# --- preempted ---------------------------------------------------------------------
+
+def preempted_message(state: FinalState, victim: Running, displaced_for: list[str],
+                      borrowed_before: Mapping[str, int]) -> str:
+    """Who displaced the victim and on which keys: the borrowed keys on which the
+    pool would be over capacity if it kept running."""
+    pool = state.problem.pool(victim.pool)
+    short = [k for k in sorted(borrowed_before)
+             if state.used[pool.name].get(k, 0) + victim.holds.get(k, 0) > pool.capacity.get(k, 0)]
+    if not short:
+        demands = [r.demand for r in state.problem.requests if r.id in displaced_for]
+        short = [k for k in sorted(borrowed_before) if any(dm.get(k, 0) > 0 for dm in demands)]
+    keys = short or sorted(borrowed_before)
+    demand = {r.id: r.demand for r in state.problem.requests}
+    needing = [rid for rid in displaced_for if any(demand.get(rid, {}).get(k, 0) > 0 for k in keys)]
+    who = _by_priority(state, needing or displaced_for)
+    head = f"preempted for {who}" if who else "preempted"
+    policy = state.problem.policy_for(victim.subject, victim.pool)
+    above = f"policy {policy.name}'s" if policy else "its policy's"
+    if not keys:
+        return f"{head}; it borrowed nothing above {above} reserved share"
+    taken = {k: borrowed_before[k] for k in keys}
+    return f"{head} on {', '.join(keys)}; it borrowed {format_amounts(taken)} above {above} reserved share"
+
+
+def _by_priority(state: FinalState, ids: list[str]) -> str:
+    """``a, b (priority 1000) and c (priority 500)``: ids grouped by the priority
+    they were admitted at, highest first (ids without one last, bare)."""
+    groups: dict[int | None, list[str]] = {}
+    for rid in sorted(ids):
+        policy = state.policies.get(state.solution.admitted.get(rid, ""))
+        groups.setdefault(policy.priority if policy else None, []).append(rid)
+    parts = [f"{', '.join(groups[p])} (priority {p})" for p in sorted((p for p in groups if p is not None),
+                                                                      reverse=True)]
+    parts += groups.get(None, [])
+    return " and ".join(parts)
+
+
+def requeued_message(allocation: str, preemption: str) -> str:
+    """A step whose running allocation this plan preempts."""
+    return f"its running allocation {allocation} is {preemption}; the step waits to be admitted again"
+
+
+# --- rejected ----------------------------------------------------------------------
+
+def rejection(reasons: list[Ineligibility]) -> tuple[str, str]:
+    """(rule id, message) for a request eligible on no pool: R004 when only the
+    non-preemptible share stands in the way everywhere, else R003."""
+    only_share = all(r.rule == "reserved" for r in reasons)
+    if only_share and len(reasons) == 1:
+        r = reasons[0]
+        return "R004", (f"non-preemptible, asks {r.key}={r.needs}, but policy '{r.policy.name}' reserves only "
+                        f"{r.key}={r.allowed} on pool '{r.policy.pool}'; it can never be admitted: reserve more, "
+                        "or make the step preemptible")
+    why = "; ".join(r.sentence() for r in reasons)
+    fix = "reserve more, or make the step preemptible" if only_share else \
+        "ask for less, or raise the capacity or limit"
+    return ("R004" if only_share else "R003"), f"eligible on no pool: {why}; it can never be admitted: {fix}"

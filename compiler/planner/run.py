@@ -1,0 +1,159 @@
+"""`poolc plan` as a library call: validate, read the state, solve, assemble the Plan.
+
+The CLI (`plan`, `apply`) calls ``plan_paths`` and only renders what it returns.
+The strategy module is imported here, on demand, so importing this module never
+imports OR-Tools.
+
+Steps that already run: `apply` records every admitted step as an allocation
+named ``allocation_name(step id)``. When such an allocation of the same subject
+is running (in the state or the files), the step is that allocation, not a new
+request, so planning again after `apply` changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Callable, Iterable, Mapping
+
+from .. import diagnostics as d
+from ..config import Config
+from ..diagnostics import Diagnostic
+from ..load import Document
+from ..model import Allocation
+from ..requests import StepRequest, build_requests
+from ..state import StateRead, allocation_name, changes, dump_state, read_state, state_from_plan
+from ..validate import Validation, validate_paths
+from .inputs import problem_from_config
+from .plan import Plan, assemble, inputs_digest
+from .problem import Problem, Running
+from .solution import Solution
+
+STRATEGIES = ("optimal", "zenml")
+# Errors in a step that mean it can never run as written. R003/R004 are not here:
+# eligibility is decided on the Problem itself (plan.assemble).
+_STEP_RULES = {d.R001.id, d.R002.id, d.R006.id, d.K002.id, d.K003.id}
+
+
+@dataclass
+class PlanResult:
+    validation: Validation
+    state: StateRead                    # what the state file held (empty without --state)
+    problem: Problem
+    solution: Solution
+    plan: Plan
+    previous: list[Allocation]          # running Allocation documents the plan started from (files win)
+    new_state: dict                     # state_from_plan(plan, previous), without file digests
+    changes: dict[str, list[str]]       # added / removed / unchanged allocation names
+
+    @property
+    def ok(self) -> bool:
+        """No error diagnostics (a rejected step is one)."""
+        return not any(x.severity == "error" for x in self.plan.diagnostics)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes["added"] or self.changes["removed"])
+
+    @property
+    def previous_state_files(self) -> dict[str, str]:
+        """Generated file -> digest, as the state file recorded them."""
+        return dict(self.state.files)
+
+    def state_with_files(self, files: Mapping[str, str]) -> dict:
+        """The new state with the digests of the generated files (for `apply`)."""
+        return state_from_plan(self.plan, self.previous, files=files, digest=self.new_state["inputs_digest"])
+
+    def state_text(self, files: Mapping[str, str]) -> str:
+        """The bytes of the new state file; ``files`` maps each generated file's
+        relative path to its text (digested here)."""
+        return dump_state(self.state_with_files({path: _sha256(text) for path, text in files.items()}))
+
+
+def _sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+Strategy = Callable[[Problem], Solution]
+
+
+def load_strategy(name: str | Strategy, progress: Callable[[str], None] | None = None) -> Strategy:
+    """The solve function of a named strategy (imported now, not before), or a
+    caller's own ``solve(problem) -> Solution`` as it is."""
+    if callable(name):
+        return name
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+    solve = import_module(f"{__package__}.{name}").solve
+    if name == "optimal":
+        return lambda problem: solve(problem, progress=progress)
+    return solve
+
+
+def _inside(diagnostic: Diagnostic, doc: Document) -> bool:
+    line, _, end_line, _ = doc.start
+    return diagnostic.file == doc.file and line <= diagnostic.line <= max(line, end_line)
+
+
+def step_errors(config: Config, requests: list[StepRequest],
+                diagnostics: Iterable[Diagnostic]) -> dict[str, tuple[str, str]]:
+    """Steps that can never run as written: request id -> (rule id, message).
+
+    A step whose pipeline names a missing stack has no requester (N002); a step an
+    error diagnostic names ("step 'x' ...", inside its pipeline document) takes
+    that diagnostic's rule and message."""
+    errors = [x for x in diagnostics if x.severity == "error" and x.rule in _STEP_RULES]
+    found: dict[str, tuple[str, str]] = {}
+    for request in requests:
+        stack = request.entry.obj.spec.stack
+        if stack not in config.stacks:
+            found[request.id] = (d.N002.id, f"pipeline {request.pipeline} uses stack {stack}, which is not "
+                                 "defined in the files given; define the stack or fix its name")
+            continue
+        prefix = f"step {request.step!r} "
+        for x in errors:
+            if x.message.startswith(prefix) and _inside(x, request.entry.doc):
+                found[request.id] = (x.rule, x.message)
+                break
+    return found
+
+
+def _running_steps(requests: list[StepRequest], running: Iterable[Running]) -> dict[str, Running]:
+    by_name = {a.name: a for a in running}
+    found = {}
+    for request in requests:
+        alloc = by_name.get(allocation_name(request.id))
+        if alloc is not None and alloc.subject == request.requester:
+            found[request.id] = alloc
+    return found
+
+
+def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
+               progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Plan the configuration under ``paths`` against the state in ``state_file``.
+
+    ``strategy``: "optimal" (default), "zenml", or a ``solve(problem) -> Solution``
+    function; ``progress`` receives the optimal solver's progress lines."""
+    solve = load_strategy(strategy, progress)
+    validation = validate_paths(list(paths) or ["."])
+    config = validation.config
+    state = read_state(state_file) if state_file else StateRead([], {}, None, [])
+    previous = sorted([entry.obj for entry in config.allocations.values()]
+                      + [a for a in state.allocations if a.metadata.name not in config.allocations],
+                      key=lambda a: a.metadata.name)
+
+    requests = build_requests(config)
+    rejected = step_errors(config, requests, validation.diagnostics)
+    everything = problem_from_config(config, [], state.allocations)
+    running = _running_steps([r for r in requests if r.id not in rejected], everything.running)
+    plannable = [r for r in requests if r.id not in rejected and r.id not in running]
+    problem = problem_from_config(config, plannable, state.allocations)
+
+    solution = solve(problem)
+    plan = assemble(problem, solution, requests, rejected=rejected, running=running,
+                    diagnostics=[*validation.diagnostics, *state.diagnostics],
+                    digest=inputs_digest(config, state.allocations))
+    new_state = state_from_plan(plan, previous, digest=inputs_digest(config))
+    return PlanResult(validation, state, problem, solution, plan, previous, new_state,
+                      changes(previous, new_state["allocations"]))

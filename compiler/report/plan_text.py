@@ -1,0 +1,115 @@
+"""The plan as text for people: pool tables, steps by status, preemptions, the
+solver's verdict and what changes against the state.
+
+Rendered with rich at a fixed width of 100 columns and recorded, so the text is
+the same on every terminal and in CI logs; colour only when asked for. Nothing
+time-dependent is printed (timings go to stderr with --verbose).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Mapping
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+WIDTH = 100
+_STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
+
+
+def _amounts(amounts: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(amounts.items())) or "-"
+
+
+def _indented(content: Text | Table | str, left: int) -> Padding:
+    """Wrapped lines keep the indent (a long message stays readable)."""
+    return Padding(Text(content) if isinstance(content, str) else content, (0, 0, 0, left))
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _pools(console: Console, plan) -> None:
+    console.print(Text("Pools", style="bold underline"))
+    if not plan.pools:
+        console.print("  (no pools)")
+    for pool in plan.pools:
+        table = _table("key", "capacity", "used", "free")
+        for column in table.columns[1:]:
+            column.justify = "right"
+        for key in pool.capacity:
+            free = pool.free[key]
+            table.add_row(key, str(pool.capacity[key]), str(pool.used[key]),
+                          Text(str(free), style="red" if free < 0 else ""))
+        console.print(_indented(Text(pool.name, style="bold"), 2))
+        console.print(_indented(table, 4))
+        console.print()
+
+
+def _requests(console: Console, plan) -> None:
+    for status, style in _STATUSES:
+        found = plan.by_status(status)
+        console.print(Text(f"{status.capitalize()} ({len(found)})", style=f"bold underline {style}"))
+        if not found:
+            console.print("  none")
+        for request in found:
+            place = f"{request.pool} via {request.policy}" if request.pool else \
+                ("outside every pool" if request.reason == "UNMANAGED" else "-")
+            kind = "" if request.preemptible else ", non-preemptible"
+            console.print(_indented(Text.assemble((request.id, "bold"),
+                                                  f"  {request.requester or '-'}{kind}  {place}"), 2))
+            console.print(_indented(f"demand  {_amounts(request.demand)}", 6))
+            why = f"[{request.reason}] " if request.reason else ""
+            console.print(_indented(Text(f"{why}{request.message}", style=style), 6))
+        console.print()
+
+
+def _preemptions(console: Console, plan) -> None:
+    console.print(Text(f"Preempted ({len(plan.preempted)})", style="bold underline"))
+    if not plan.preempted:
+        console.print("  none")
+    for victim in plan.preempted:
+        console.print(_indented(Text.assemble((victim.id, "bold"), f"  in pool {victim.pool}"), 2))
+        console.print(_indented(Text(victim.message, style="magenta"), 6))
+    console.print()
+
+
+def _changes(console: Console, changes: Mapping[str, list[str]]) -> None:
+    added, removed, unchanged = changes["added"], changes["removed"], changes["unchanged"]
+    console.print(Text("Changes against the state", style="bold underline"))
+    console.print(f"  {len(added)} new allocations, {len(removed)} preempted, {len(unchanged)} unchanged")
+    for name in added:
+        console.print(Text(f"  + {name}", style="green"))
+    for name in removed:
+        console.print(Text(f"  - {name}", style="red"))
+    for name in unchanged:
+        console.print(f"    {name}")
+
+
+def render_plan(result, *, color: bool) -> str:
+    """The text plan of a PlanResult (compiler.planner.run)."""
+    plan = result.plan
+    console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
+                      force_terminal=color, no_color=not color, highlight=False, emoji=False,
+                      soft_wrap=False, legacy_windows=False)
+    solver = plan.solver
+    objective = " ".join(str(v) for v in solver.objective) or "-"
+    console.print(Text(f"Plan: strategy {solver.strategy}, status {solver.status}, gap {solver.gap:g}, "
+                       f"objective {objective}", style="bold"))
+    console.print(f"inputs {plan.inputs_digest}")
+    counts = ", ".join(f"{len(plan.by_status(s))} {s}" for s, _ in _STATUSES)
+    console.print(f"{len(plan.requests)} steps: {counts}; {len(plan.preempted)} preempted")
+    console.print()
+    _pools(console, plan)
+    _requests(console, plan)
+    _preemptions(console, plan)
+    _changes(console, result.changes)
+    text = console.export_text(styles=color)
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())

@@ -1,0 +1,264 @@
+"""The state file: names, round trip, diagnostics for broken files, the lock, changes."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from compiler.model import Allocation
+from compiler.planner.run import plan_paths
+from compiler.planner.solution import Solution
+from compiler.state import (StateLockError, allocation_name, changes, dump_state, read_state, state_from_plan,
+                            state_lock, write_state)
+from test_plan_output import FILES, decided, greedy, write_platform
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def alloc(name: str, **spec) -> Allocation:
+    return Allocation.model_validate({"apiVersion": "poolc/v1", "kind": "Allocation", "metadata": {"name": name},
+                                      "spec": {"subject": "research-k8s", "pool": "dc", "holds": {"gpu": 1},
+                                               **spec}})
+
+
+def test_allocation_names_are_dns_labels_and_distinct():
+    assert allocation_name("prod-training/evaluate") == "prod-training--evaluate"
+    underscored = allocation_name("prod-training/train_model")
+    dashed = allocation_name("prod-training/train-model")
+    assert dashed == "prod-training--train-model"
+    assert underscored.startswith("prod-training--train-model-") and len(underscored) == 35
+    assert underscored == allocation_name("prod-training/train_model")       # deterministic
+    long = allocation_name("p" * 63 + "/" + "s" * 63)
+    assert len(long) == 63 and long.startswith("p" * 54 + "-")
+    for name in (underscored, long, allocation_name("a/b_")):
+        Allocation.model_validate({"apiVersion": "poolc/v1", "kind": "Allocation", "metadata": {"name": name},
+                                   "spec": {"subject": "x", "pool": "y", "holds": {}}})
+
+
+def test_missing_state_is_empty(tmp_path):
+    assert read_state(str(tmp_path / "nope.json")) == ([], {}, None, [])
+
+
+def test_round_trip(tmp_path, monkeypatch):
+    monkeypatch.chdir(write_platform(tmp_path))
+    result = plan_paths(["."], strategy=decided)
+    state = state_from_plan(result.plan, result.previous, files={"kueue/dc.yaml": "sha256:ab"})
+    assert [a["metadata"]["name"] for a in state["allocations"]] == ["research--probe", "train--eval",
+                                                                    "train--train"]
+    assert state["allocations"][2] == {
+        "apiVersion": "poolc/v1", "kind": "Allocation",
+        "metadata": {"name": "train--train", "description": "step train/train, admitted through policy prod",
+                     "labels": {}},
+        "spec": {"subject": "prod-k8s", "pool": "dc", "preemptible": False, "holds": {"gpu": 4, "step_run": 1}},
+    }
+    path = str(tmp_path / "poolc.state.json")
+    write_state(path, state)
+    text = Path(path).read_text(encoding="utf-8")
+    assert text == dump_state(state) and text.endswith("}\n")
+    allocations, files, digest, diagnostics = read_state(path)
+    assert diagnostics == []
+    assert digest == result.plan.inputs_digest and files == {"kueue/dc.yaml": "sha256:ab"}
+    assert [a.model_dump(mode="json", exclude_none=True) for a in allocations] == state["allocations"]
+    # writing what was read gives the same bytes: the state is reproducible
+    again = {**state, "allocations": [a.model_dump(mode="json", exclude_none=True) for a in allocations]}
+    assert dump_state(again) == text
+
+
+def test_planning_again_after_apply_changes_nothing(tmp_path, monkeypatch):
+    files = {k: v for k, v in FILES.items() if k != "running.yaml"}
+    monkeypatch.chdir(write_platform(tmp_path, files))
+    path = str(tmp_path / "poolc.state.json")
+    first = plan_paths(["."], strategy=greedy, state_file=path)
+    assert first.changes["added"] == ["research--probe", "train--eval", "train--train"]
+    write_state(path, first.new_state)
+    second = plan_paths(["."], strategy=greedy, state_file=path)
+    assert second.changes == {"added": [], "removed": [],
+                              "unchanged": ["research--probe", "train--eval", "train--train"]}
+    assert not second.changed
+    assert second.new_state["allocations"] == first.new_state["allocations"]
+    assert [r.id for r in second.problem.requests] == ["adhoc/notebook", "train/huge", "train/fixed"]
+    train = next(r for r in second.plan.requests if r.id == "train/train")
+    assert (train.status, train.pool, train.policy, train.running) == ("allocated", "dc", "prod", "train--train")
+    assert train.message == "already running as allocation train--train; allocated within reserved share"
+    assert second.plan.inputs_digest != first.plan.inputs_digest   # the state is an input of a plan ...
+    assert second.new_state["inputs_digest"] == first.new_state["inputs_digest"]   # ... not of the state
+
+
+def test_state_text_is_a_fixed_point_after_apply(tmp_path, monkeypatch):
+    """`apply` then `apply --check`: the state it would write is the one on disk."""
+    monkeypatch.chdir(write_platform(tmp_path))
+    path = str(tmp_path / "poolc.state.json")
+    generated = {"kueue/dc.yaml": "kind: ClusterQueue\n"}
+    first = plan_paths(["."], strategy=greedy, state_file=path)
+    Path(path).write_text(first.state_text(generated), encoding="utf-8")
+    again = plan_paths(["."], strategy=greedy, state_file=path)
+    assert again.previous_state_files == {
+        "kueue/dc.yaml": "sha256:" + hashlib.sha256(b"kind: ClusterQueue\n").hexdigest()}
+    assert again.state_text(generated) == Path(path).read_text(encoding="utf-8")
+    assert not again.changed and again.plan.diagnostics_list() == list(again.plan.diagnostics)
+
+
+def test_running_step_preempted_is_queued_again(tmp_path, monkeypatch):
+    monkeypatch.chdir(write_platform(tmp_path))
+    path = str(tmp_path / "poolc.state.json")
+    probe = Allocation.model_validate({"apiVersion": "poolc/v1", "kind": "Allocation",
+                                       "metadata": {"name": "research--probe"},
+                                       "spec": {"subject": "research-k8s", "pool": "dc",
+                                                "holds": {"gpu": 2, "step_run": 1}}})
+    write_state(path, {"format_version": 1, "inputs_digest": "sha256:0", "files": {},
+                       "allocations": [probe.model_dump(mode="json", exclude_none=True)]})
+
+    def preempt_the_probe(problem):
+        assert "research/probe" not in [r.id for r in problem.requests]   # it runs already
+        return Solution("optimal", {"train/train": "prod"}, {"research--probe": ["train/train"]})
+
+    result = plan_paths(["."], strategy=preempt_the_probe, state_file=path)
+    probe_step = next(r for r in result.plan.requests if r.id == "research/probe")
+    assert probe_step.status == "queued" and probe_step.running == "research--probe"
+    assert probe_step.message.startswith("its running allocation research--probe is preempted for train/train")
+    assert "research--probe" in result.changes["removed"]
+
+
+def test_state_of_a_plan_keeps_unpreempted_allocations(tmp_path, monkeypatch):
+    monkeypatch.chdir(write_platform(tmp_path))
+    result = plan_paths(["."], strategy=greedy)
+    names = [a["metadata"]["name"] for a in result.new_state["allocations"]]
+    assert names == ["research--probe", "sweep-old", "train--eval"]
+    kept = result.new_state["allocations"][1]
+    assert kept["spec"]["started_at"] == "2026-01-01T00:00:00Z"       # copied as it was
+    assert "started_at" not in result.new_state["allocations"][0]["spec"]  # no wall-clock time
+
+
+# --- broken state files -----------------------------------------------------------------
+
+def test_malformed_json_is_a_diagnostic(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text('{\n  "format_version": 1,\n  "allocations": [\n    {"kind": }\n  ]\n}\n', encoding="utf-8")
+    allocations, files, digest, diagnostics = read_state(str(path))
+    assert allocations == [] and digest is None
+    [problem] = diagnostics
+    assert (problem.file, problem.line, problem.column, problem.rule) == (str(path), 4, 14, "Y002")
+    assert problem.message.startswith("the state file is not valid JSON: Expecting value")
+
+
+def test_invalid_allocation_points_at_its_field(tmp_path):
+    good = alloc("good").model_dump(mode="json", exclude_none=True)
+    bad = alloc("bad").model_dump(mode="json", exclude_none=True)
+    bad["spec"]["holds"] = {"gpu": "two"}
+    other = {"apiVersion": "poolc/v1", "kind": "ResourcePool", "metadata": {"name": "p"}, "spec": {}}
+    path = tmp_path / "s.json"
+    path.write_text(dump_state({"format_version": 1, "inputs_digest": "sha256:x", "files": {},
+                                "allocations": [bad, good, other, good]}), encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    allocations, _, digest, diagnostics = read_state(str(path))
+    assert [a.metadata.name for a in allocations] == ["good"] and digest == "sha256:x"
+    rules = sorted((x.rule, x.line) for x in diagnostics)
+    assert [r for r, _ in rules] == ["N001", "S003", "S004"]
+    s003 = next(x for x in diagnostics if x.rule == "S003")
+    assert lines[s003.line - 1][s003.column - 1:].startswith('"two"')
+    s004 = next(x for x in diagnostics if x.rule == "S004")
+    assert lines[s004.line - 1][s004.column - 1:].startswith('"ResourcePool"')
+    assert s004.message.startswith("the state holds only Allocation documents")
+
+
+@pytest.mark.parametrize("text, rule", [
+    ('[]', "S003"),
+    ('{"format_version": 2, "allocations": []}', "S004"),
+    ('{"format_version": 1, "allocations": {}}', "S003"),
+    ('{"format_version": 1, "files": [1]}', "S003"),
+    ('{"format_version": 1, "allocations": [], "allocations": []}', "Y003"),
+    ('{"format_version": 1, "extra": 1}', "S001"),
+    ('\xff', "Y001"),
+])
+def test_wrong_shapes_are_diagnostics(tmp_path, text, rule):
+    path = tmp_path / "s.json"
+    path.write_bytes(text.encode("latin-1") if text == "\xff" else text.encode("utf-8"))
+    assert [x.rule for x in read_state(str(path)).diagnostics] == [rule]
+
+
+def test_plan_with_a_broken_state_reports_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(write_platform(tmp_path))
+    (tmp_path / "state.json").write_text("{oops", encoding="utf-8")
+    result = plan_paths(["."], strategy=greedy, state_file="state.json")
+    assert [(x.file, x.rule) for x in result.plan.diagnostics if x.file == "state.json"] == [("state.json", "Y002")]
+    assert not result.ok
+
+
+# --- changes ----------------------------------------------------------------------------
+
+def test_changes():
+    before = [alloc("a"), alloc("b")]
+    after = [alloc("b").model_dump(mode="json"), {"metadata": {"name": "c"}}]
+    assert changes(before, after) == {"added": ["c"], "removed": ["a"], "unchanged": ["b"]}
+
+
+# --- the lock ---------------------------------------------------------------------------
+
+def test_lock_is_exclusive_and_released(tmp_path):
+    path = str(tmp_path / "poolc.state.json")
+    with state_lock(path) as lock:
+        assert lock == path + ".lock"
+        assert Path(lock).read_text(encoding="utf-8") == f"{os.getpid()}\n"
+        with pytest.raises(StateLockError) as caught:
+            with state_lock(path):
+                pass
+        assert lock in str(caught.value) and str(os.getpid()) in str(caught.value)
+    assert not os.path.exists(path + ".lock")
+
+
+def test_lock_held_by_another_process(tmp_path):
+    path = str(tmp_path / "poolc.state.json")
+    code = ("import sys, time; from compiler.state import state_lock\n"
+            "with state_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(30)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StateLockError) as caught:
+            with state_lock(path):
+                pass
+        assert caught.value.pid == holder.pid and caught.value.lock == path + ".lock"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_stale_lock_is_taken_over(tmp_path):
+    path = str(tmp_path / "poolc.state.json")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    Path(path + ".lock").write_text(f"{dead.pid}\n", encoding="utf-8")
+    with state_lock(path):
+        assert Path(path + ".lock").read_text(encoding="utf-8") == f"{os.getpid()}\n"
+    assert not os.path.exists(path + ".lock")
+
+
+def _apply_once(path: str, start, results) -> None:
+    start.wait()
+    try:
+        with state_lock(path):
+            time.sleep(1.0)
+        results.put("ok")
+    except StateLockError:
+        results.put("locked")
+
+
+def test_concurrent_applies_exactly_one_holds_the_lock(tmp_path):
+    path = str(tmp_path / "poolc.state.json")
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Barrier(4), context.Queue()
+    workers = [context.Process(target=_apply_once, args=(path, start, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    outcomes = sorted(results.get(timeout=60) for _ in workers)
+    for worker in workers:
+        worker.join(30)
+    assert outcomes == ["locked", "locked", "locked", "ok"]
+    assert not os.path.exists(path + ".lock")
