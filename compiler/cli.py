@@ -88,8 +88,12 @@ def validate(paths, fmt, quiet, no_color):
 @click.option("--output-dir", type=click.Path(file_okay=False), help="Write the schema files here.")
 @guarded
 def schema(kind, output_dir):
-    """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, poolc)."""
-    from .schema import ANY_FILE, KIND_FILES, dump, packaged_schema
+    """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, poolc).
+
+    The schemas are generated from the models, so `poolc schema --output-dir schemas`
+    also refreshes the committed copies.
+    """
+    from .schema import ANY_FILE, KIND_FILES, build_schemas, dump
     from .writer import write_files
 
     names = sorted([*KIND_FILES.values(), ANY_FILE])
@@ -99,7 +103,8 @@ def schema(kind, output_dir):
             raise click.BadParameter(f"unknown kind {kind!r}; one of "
                                      f"{', '.join(n.split('.')[0] for n in names)}", param_hint="KIND")
         names = [wanted]
-    texts = {name: dump(packaged_schema(name)) for name in names}
+    generated = build_schemas()
+    texts = {name: dump(generated[name]) for name in names}
     if output_dir:
         write_files(output_dir, texts)
         for name in names:

@@ -71,7 +71,8 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
     config = Config(files=list(files))
     problems: list[Diagnostic] = []
     for doc in documents:
-        model = KINDS.get(doc.data.get("kind")) if doc.data.get("apiVersion") == "poolc/v1" else None
+        kind = doc.data.get("kind")
+        model = KINDS.get(kind) if isinstance(kind, str) and doc.data.get("apiVersion") == "poolc/v1" else None
         obj = None
         if model is not None:
             try:

@@ -10,12 +10,14 @@ non-UTF-8 files. Every problem becomes a Diagnostic, never an exception.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from . import diagnostics as d
@@ -84,12 +86,24 @@ class _Reject(Exception):
 def _span(node: Any) -> Span:
     start, end = node.start_mark, node.end_mark
     if end.line > start.line and end.column == 0 and isinstance(node, (MappingNode, SequenceNode)):
-        # A block collection "ends" at column 0 of the next line; keep the range on its last line.
+        # A block collection "ends" at column 0 of the next line (refined by the builder).
         return (start.line + 1, start.column + 1, end.line, start.column + 1)
     return (start.line + 1, start.column + 1, end.line + 1, end.column + 1)
 
 
 _TAG = "tag:yaml.org,2002:"
+
+
+class _HugeInt(int):
+    """Stands in for an integer too long to convert; compares as very large."""
+
+    def __new__(cls, digits: str):
+        value = super().__new__(cls, 10**40 * (-1 if digits.startswith("-") else 1))
+        value.digits = len(digits.lstrip("+-"))
+        return value
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
 
 
 def _tag_rejected(node: Any) -> _Reject:
@@ -105,6 +119,8 @@ def _scalar(node: ScalarNode) -> Any:
         return text  # timestamps stay strings; the models parse RFC 3339 themselves
     if tag == _TAG + "int":
         digits = text.replace("_", "")
+        if len(digits) > 40:  # far above 10^12, and int() refuses > 4300 digits
+            return _HugeInt(digits)
         try:
             return int(digits, 10)
         except ValueError:
@@ -145,51 +161,76 @@ class _Builder:
             if isinstance(node, SequenceNode):
                 if node.tag != _TAG + "seq":
                     raise _tag_rejected(node)
-                return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-            if isinstance(node, MappingNode):
+                data: Any = [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+                last = path + (len(node.value) - 1,) if node.value else None
+            elif isinstance(node, MappingNode):
                 if node.tag != _TAG + "map":
                     raise _tag_rejected(node)
-                return self._mapping(node, path, depth)
-            raise _Reject(d.Y002, "unsupported YAML node", node)
+                data = self._mapping(node, path, depth)
+                last = path + (node.value[-1][0].value,) if node.value else None
+            else:
+                raise _Reject(d.Y002, "unsupported YAML node", node)
+            if last in self.doc.values and node.end_mark.column == 0:
+                # a block collection "ends" at column 0 of the next line: end it where its last value ends
+                start = self.doc.values[path]
+                self.doc.values[path] = start[:2] + self.doc.values[last][2:]
+            return data
         finally:
             self.active.discard(id(node))
 
     def _mapping(self, node: MappingNode, path: Path_, depth: int) -> dict:
         result: dict[str, Any] = {}
-        merges: list[Any] = []
+        explicit: list[tuple[Any, Any]] = []
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 raise _Reject(d.Y002, "a mapping key must be a plain scalar", key_node)
             if key_node.tag == _TAG + "merge":
-                merges.append(value_node)
-                continue
+                self._merge(value_node, path, depth, result)
+            else:
+                _scalar(key_node)  # rejects tags on keys the same way as on values
+                explicit.append((key_node, value_node))
+        seen: dict[str, Span] = {}
+        for key_node, value_node in explicit:  # "<<: *defaults": explicit keys win over merged ones
             key = key_node.value
-            if key in result:
-                first = self.doc.keys[path + (key,)]
-                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {first[0]}); "
+            if key in seen:
+                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key][0]}); "
                               "YAML keeps only one of them, so remove the other", key_node)
-            self.doc.keys[path + (key,)] = _span(key_node)
+            seen[key] = self.doc.keys[path + (key,)] = _span(key_node)
             result[key] = self.build(value_node, path + (key,), depth + 1)
-        for merge in merges:  # "<<: *defaults": explicit keys win over merged ones
-            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
-            for source in sources:
-                own_span = self.doc.values[path]
-                merged = self.build(source, path, depth)
-                self.doc.values[path] = own_span
-                if not isinstance(merged, dict):
-                    raise _Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
-                for key, value in merged.items():
-                    result.setdefault(key, value)
         return result
+
+    def _merge(self, merge: Any, path: Path_, depth: int, result: dict) -> None:
+        sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+        own_span = self.doc.values[path]
+        for source in sources:
+            merged = self.build(source, path, depth)
+            if not isinstance(merged, dict):
+                raise _Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
+            for key, value in merged.items():
+                result.setdefault(key, value)
+        self.doc.values[path] = own_span
 
 
 def _error_at(file: str, rule: d.Rule, message: str, line: int = 1, col: int = 1) -> Diagnostic:
     return Diagnostic(file, line, col, line, col, rule.id, rule.severity, message)
 
 
+def _looks_utf16(raw: bytes) -> bool:
+    """A poolc file saved as UTF-16 without a BOM: every other byte is NUL."""
+    for encoding in ("utf-16-le", "utf-16-be"):
+        try:
+            if "poolc/" in raw[: len(raw) // 2 * 2].decode(encoding):
+                return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
 def _decode(file: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return None, _error_at(file, d.Y001, "the file is UTF-16; save it as UTF-8")
+    if b"\x00" in raw[:4096] and _looks_utf16(raw):
+        return None, _error_at(file, d.Y001, "the file is UTF-16 (without a byte order mark); save it as UTF-8")
     try:
         return raw.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
@@ -218,42 +259,93 @@ def _mentions_poolc(text: str) -> bool:
     return "poolc/" in text
 
 
+_OURS = re.compile(r"""apiVersion["']?\s*:\s*["']?poolc/""")
+_BRACKETS = re.compile(r"[\[\]{}]")
+MAX_FLOW_BRACKETS = 1000
+
+
+def _offset_to_position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _too_deep(text: str) -> int | None:
+    """Tens of thousands of nested '[' overflow the C composer's stack and kill the
+    process, so a file with many flow brackets is pre-scanned before parsing; the
+    offset returned is where they first nest deeper than MAX_DEPTH (the builder's
+    own limit, so the diagnostic lands where the builder would have put it)."""
+    if text.count("[") + text.count("{") <= MAX_FLOW_BRACKETS:
+        return None
+    depth, first_too_deep = 0, None
+    for match in _BRACKETS.finditer(text):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_DEPTH and first_too_deep is None:
+            first_too_deep = match.start()
+        if depth > MAX_FLOW_BRACKETS:
+            return first_too_deep
+    return None
+
+
 def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
-    hand us Helm templates or CloudFormation, which are not ours to judge."""
+    hand us Helm templates or CloudFormation, which are not ours to judge. A file
+    that is not valid YAML is reported only if it declares ``apiVersion: poolc/``."""
     documents: list[Document] = []
+    problems: list[Diagnostic] = []
     if not _mentions_poolc(text):
-        return documents, []
+        return documents, problems
+    ours = _OURS.search(text) is not None
+    deep = _too_deep(text)
+    if deep is not None:
+        if not ours:
+            return documents, problems
+        line, col = _offset_to_position(text, deep)
+        return documents, [_error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", line, col)]
     try:
         for index, node in enumerate(_yaml.compose_all(text)):
             if node is None:
                 continue
             if isinstance(node, SequenceNode) and any(_node_is_ours(item) for item in node.value):
                 line, col, end_line, end_col = _span(node)
-                return documents, [Diagnostic(file, line, col, end_line, end_col, d.Y008.id, "error",
-                                              "this document is a list of poolc documents; write each "
-                                              "as its own document separated by '---'")]
+                problems.append(Diagnostic(file, line, col, end_line, end_col, d.Y008.id, "error",
+                                           "this document is a list of poolc documents; write each "
+                                           "as its own document separated by '---'"))
+                continue
             if not _node_is_ours(node):
                 continue
             doc = Document(file, index, None, _span(node))
             try:
                 doc.data = _Builder(doc).build(node, (), 0)
+                doc.start = doc.values[()]
             except _Reject as reject:
                 line, col, end_line, end_col = _span(reject.node)
-                return documents, [Diagnostic(file, line, col, end_line, end_col, reject.rule.id,
-                                              reject.rule.severity, reject.message)]
+                problems.append(Diagnostic(file, line, col, end_line, end_col, reject.rule.id,
+                                           reject.rule.severity, reject.message))
+                continue
             documents.append(doc)
     except MarkedYAMLError as exc:
+        if not ours:
+            return [], []
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or "invalid YAML"
         if exc.context and exc.problem:
             problem = f"{problem} ({exc.context})"
-        return documents, [_error_at(file, d.Y002, f"YAML syntax error: {problem}", line, col)]
+        problems.append(_error_at(file, d.Y002, f"YAML syntax error: {problem}", line, col))
+    except ReaderError as exc:
+        if not ours:
+            return [], []
+        line, col = _offset_to_position(text, exc.position) if isinstance(exc.position, int) else (1, 1)
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        problems.append(_error_at(file, d.Y002, f"YAML syntax error: character U+{char:04X} is not "
+                                  "allowed in YAML (control characters must be escaped in a quoted string)",
+                                  line, col))
     except (YAMLError, RecursionError, ValueError) as exc:
-        return documents, [_error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0])]
-    return documents, []
+        if not ours:
+            return [], []
+        problems.append(_error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0]))
+    return documents, problems
 
 
 def load_file(path: str) -> tuple[list[Document], list[Diagnostic]]:

@@ -12,7 +12,8 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
+                      field_validator, model_validator)
 
 from .units import QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
 
@@ -32,9 +33,15 @@ AWS_REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]+$"
 
 Name = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=63)]
 Quantity = Annotated[str, StringConstraints(pattern=QUANTITY_PATTERN)]
-Count = Annotated[int, Field(ge=0, le=MAX_INT)]
-PositiveCount = Annotated[int, Field(ge=1, le=MAX_INT)]
-Timestamp = Annotated[str, StringConstraints(pattern=RFC3339)]
+def _integral_float(value: Any) -> Any:
+    """JSON Schema counts 1.0 as an integer, so the model does too (but not 1.5)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Count = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(_integral_float)]
+PositiveCount = Annotated[int, Field(ge=1, le=MAX_INT), BeforeValidator(_integral_float)]
+Timestamp = Annotated[str, StringConstraints(pattern=RFC3339), WithJsonSchema(
+    {"type": "string", "format": "date-time", "pattern": RFC3339})]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 _KEY = re.compile(RESOURCE_KEY)
@@ -92,7 +99,7 @@ class ResourceMap(BaseModel):
     @model_validator(mode="after")
     def _keys_and_aliases(self) -> "ResourceMap":
         for key in self.__pydantic_extra__ or {}:
-            if not _CANONICAL.match(key):
+            if not _CANONICAL.fullmatch(key):
                 raise ValueError(f"{key!r} is not a resource key ([a-z][a-z0-9_]*, at most 63 characters)")
         extra = self.__pydantic_extra__ or {}
         if self.cpu is not None and "mcpu" in extra:
@@ -132,7 +139,7 @@ class ResourcePoolSpec(Spec):
 class PolicySpec(Spec):
     subject: Name = Field(description="Name of a stack component (orchestrator or step operator).")
     pool: Name
-    priority: Annotated[int, Field(ge=-1_000_000_000, le=1_000_000_000)] = Field(
+    priority: Annotated[int, Field(ge=-1_000_000_000, le=1_000_000_000), BeforeValidator(_integral_float)] = Field(
         default=0, description="Higher wins; becomes a Kubernetes PriorityClass value.")
     reserved: ResourceMap = ResourceMap()
     limit: ResourceMap | None = None
@@ -190,7 +197,7 @@ class ResourceSettings(Spec):
         if default is None:
             return self
         fields = {**default.model_dump(exclude_none=True), **self.model_dump(exclude_none=True)}
-        if default.pool_resources and self.pool_resources:
+        if default.pool_resources is not None and self.pool_resources is not None:
             fields["pool_resources"] = {**default.pool_resources, **self.pool_resources}
         return ResourceSettings.model_validate(fields)
 

@@ -106,11 +106,24 @@ def packaged_schema(name: str) -> dict:
     return json.loads(resources.files("compiler.schemas").joinpath(name).read_text("utf-8"))
 
 
+def _ecma_pattern(validator, pattern, instance, schema):
+    """'pattern' as ECMA-262 reads it: Python's '$' also matches before a final
+    newline, which would let "name\n" (a YAML block scalar) pass."""
+    from jsonschema import ValidationError
+
+    if not isinstance(instance, str):
+        return
+    regex = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern
+    if not re.search(regex, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
 @lru_cache(maxsize=None)
 def _validator(kind: str):
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(packaged_schema(KIND_FILES[kind]))
+    strict = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
+    return strict(packaged_schema(KIND_FILES[kind]))
 
 
 _PATTERN_HELP = {
@@ -270,11 +283,13 @@ def structural_diagnostics(doc: Document) -> list[Diagnostic]:
         return [doc.diagnostic(d.S004, f"unsupported apiVersion {data.get('apiVersion')!r}; "
                                "this poolc reads poolc/v1", ("apiVersion",))]
     kind = data.get("kind")
-    if kind not in KIND_FILES:
+    if not isinstance(kind, str) or kind not in KIND_FILES:
         if kind is None:
             return [doc.diagnostic(d.S002, "missing required field 'kind' (one of "
                                    f"{', '.join(KIND_FILES)})", ("apiVersion",), key=True)]
-        close = difflib.get_close_matches(str(kind), list(KIND_FILES), n=1)
+        if not isinstance(kind, str):
+            return [doc.diagnostic(d.S004, f"kind must be a string, one of {', '.join(KIND_FILES)}", ("kind",))]
+        close = difflib.get_close_matches(kind, list(KIND_FILES), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f" (one of {', '.join(KIND_FILES)})"
         return [doc.diagnostic(d.S004, f"unknown kind {kind!r}{hint}", ("kind",))]
     errors = sorted(_validator(kind).iter_errors(data), key=lambda e: (
