@@ -111,3 +111,121 @@ def schema(kind, output_dir):
             click.echo(os.path.join(output_dir, name))
     else:
         click.echo("".join(texts.values()), nl=False)
+
+
+def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0):
+    """Solver progress on stderr: always with --verbose, otherwise only once a
+    solve has run for a while (short solves stay silent)."""
+    if quiet:
+        return None
+    import time
+
+    started = time.perf_counter()
+
+    def report(line: str) -> None:
+        if verbose or time.perf_counter() - started > after_seconds:
+            click.echo(f"poolc: {line}", err=True)
+
+    return report
+
+
+@main.command()
+@paths_argument
+@click.option("--state", "state_file", type=click.Path(dir_okay=False),
+              help="State file with the running allocations (written by apply).")
+@click.option("--strategy", type=click.Choice(["optimal", "zenml"]), default="optimal", show_default=True,
+              help="optimal: CP-SAT, SEMANTICS.md §5; zenml: the reference reconciler, simulated.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing changes, 2 when the plan changes something.")
+@click.option("--verbose", "-v", is_flag=True, help="Timings on stderr.")
+@quiet_option
+@color_option
+@guarded
+def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose, quiet, no_color):
+    """Plan which requests run on which pool, which wait, and what is preempted.
+
+    Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one);
+    with --detailed-exitcode 0 means no changes and 2 means changes.
+    """
+    import time
+
+    from .planner.plan import to_json
+    from .planner.run import plan_paths
+    from .writer import write_atomic
+
+    started = time.perf_counter()
+    result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
+                        progress=_progress(quiet, verbose))
+    if verbose:
+        click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
+    plan_json = to_json(result.plan)
+    if out_file:
+        write_atomic(out_file, plan_json)
+    if fmt == "json":
+        click.echo(plan_json, nl=False)
+    else:
+        from .report.plan_text import render_plan
+
+        color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+        click.echo(render_plan(result, color=color), nl=False)
+        from .report import render
+
+        shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
+        if shown:  # on stderr, so stdout stays the plan
+            click.echo(render("text", shown), nl=False, err=True)
+    if not result.ok:
+        sys.exit(EXIT_FINDINGS)
+    if detailed_exitcode and result.changed:
+        sys.exit(EXIT_CHANGES)
+    sys.exit(EXIT_OK)
+
+
+@main.command()
+@paths_argument
+@click.option("--output-dir", required=True, type=click.Path(file_okay=False),
+              help="Where the generated kubernetes/, kueue/ and sagemaker/ files go.")
+@click.option("--state", "state_file", type=click.Path(dir_okay=False),
+              help="State file (default: poolc.state.json beside the output directory).")
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
+              help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if the output or the state is stale.")
+@format_option
+@quiet_option
+@color_option
+@guarded
+def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color):
+    """Write the generated manifests and the new state, atomically.
+
+    Exit 0 ok; 1 when the configuration is invalid, the plan file is stale, or
+    (with --check) the output or state is out of date.
+    """
+    from .apply import apply_paths
+    from .state import StateLockError
+
+    try:
+        result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
+                             check=check, progress=_progress(quiet))
+    except StateLockError as exc:
+        click.echo(f"poolc: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    emit_diagnostics(result.diagnostics, fmt, quiet)
+    if not result.ok:
+        click.echo(f"poolc: nothing applied: {result.refused}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    if check:
+        for path in result.stale:
+            click.echo(f"stale: {path}")
+        if result.stale:
+            click.echo(f"poolc: {len(result.stale)} generated file(s) out of date; run poolc apply", err=True)
+            sys.exit(EXIT_FINDINGS)
+        if not quiet:
+            click.echo(f"poolc: {len(result.files)} generated files and the state are up to date", err=True)
+        sys.exit(EXIT_OK)
+    if not quiet:
+        changed = [p for p in result.stale]
+        for path in changed:
+            click.echo(f"wrote: {path}" if path not in result.removed else f"removed: {path}")
+        click.echo(f"poolc: {len(changed)} change(s) applied; {len(result.files)} generated files"
+                   if changed else "poolc: nothing to change", err=True)
+    sys.exit(EXIT_OK)

@@ -64,6 +64,9 @@ class StateRead(NamedTuple):
     files: dict[str, str]
     digest: str | None
     diagnostics: list[Diagnostic]
+    # Allocations given in the config files that an applied plan preempted: they no
+    # longer run, although the files still list them (see planner/run.py).
+    preempted: list[str] = []
 
 
 _EMPTY = StateRead([], {}, None, [])
@@ -187,7 +190,7 @@ def read_state(path: str) -> StateRead:
         problems.append(top.diagnostic(d.S004, f"state format_version {version!r} is not supported; this "
                                        f"poolc reads and writes format_version {FORMAT_VERSION}", where))
         return StateRead([], {}, None, problems)
-    unknown = sorted(set(root) - {"format_version", "inputs_digest", "allocations", "files"})
+    unknown = sorted(set(root) - {"format_version", "inputs_digest", "allocations", "files", "preempted"})
     problems += [top.diagnostic(d.S001, f"unknown field {k!r} in the state file", (k,), key=True) for k in unknown]
 
     digest = root.get("inputs_digest")
@@ -214,9 +217,13 @@ def read_state(path: str) -> StateRead:
                                            ("kind",) if isinstance(item, dict) else ()))
             continue
         documents.append(doc)
+    preempted = root.get("preempted", [])
+    if not isinstance(preempted, list) or not all(isinstance(n, str) for n in preempted):
+        problems.append(top.diagnostic(d.S003, "preempted must be a list of allocation names", ("preempted",)))
+        preempted = []
     config, found = build_config([path], documents)
     allocations = [entry.obj for _, entry in sorted(config.allocations.items())]
-    return StateRead(allocations, dict(sorted(files.items())), digest, problems + found)
+    return StateRead(allocations, dict(sorted(files.items())), digest, problems + found, sorted(preempted))
 
 
 # --- building and writing ----------------------------------------------------------
@@ -246,7 +253,8 @@ def new_allocation(request_id: str, requester: str, pool: str, policy: str, pree
 
 
 def state_from_plan(plan, previous: Iterable[Allocation], *, files: Mapping[str, str] | None = None,
-                    digest: str | None = None) -> dict:
+                    digest: str | None = None, from_files: Iterable[str] = (),
+                    preempted_before: Iterable[str] = ()) -> dict:
     """The state a plan decides: the running allocations it keeps (every document in
     ``previous`` it does not preempt, those from the files included, so the state
     is the whole picture) plus one new allocation per newly admitted step.
@@ -264,12 +272,19 @@ def state_from_plan(plan, previous: Iterable[Allocation], *, files: Mapping[str,
             alloc = new_allocation(request.id, request.requester, request.pool, request.policy,
                                    request.preemptible, request.demand)
             kept.setdefault(alloc.metadata.name, alloc)
-    return {
+    # Allocations from the config files that are gone (preempted now or before):
+    # remembered so the next plan does not take them as running again.
+    from_files = set(from_files)
+    gone = sorted((set(preempted_before) | preempted) & from_files)
+    state = {
         "format_version": FORMAT_VERSION,
         "inputs_digest": digest or plan.inputs_digest,
         "allocations": [allocation_json(kept[name]) for name in sorted(kept)],
         "files": dict(sorted((files or {}).items())),
     }
+    if gone:
+        state["preempted"] = gone
+    return state
 
 
 def dump_state(state: Mapping) -> str:

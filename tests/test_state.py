@@ -43,7 +43,7 @@ def test_allocation_names_are_dns_labels_and_distinct():
 
 
 def test_missing_state_is_empty(tmp_path):
-    assert read_state(str(tmp_path / "nope.json")) == ([], {}, None, [])
+    assert read_state(str(tmp_path / "nope.json")) == ([], {}, None, [], [])
 
 
 def test_round_trip(tmp_path, monkeypatch):
@@ -62,7 +62,7 @@ def test_round_trip(tmp_path, monkeypatch):
     write_state(path, state)
     text = Path(path).read_text(encoding="utf-8")
     assert text == dump_state(state) and text.endswith("}\n")
-    allocations, files, digest, diagnostics = read_state(path)
+    allocations, files, digest, diagnostics, _ = read_state(path)
     assert diagnostics == []
     assert digest == result.plan.inputs_digest and files == {"kueue/dc.yaml": "sha256:ab"}
     assert [a.model_dump(mode="json", exclude_none=True) for a in allocations] == state["allocations"]
@@ -141,7 +141,7 @@ def test_state_of_a_plan_keeps_unpreempted_allocations(tmp_path, monkeypatch):
 def test_malformed_json_is_a_diagnostic(tmp_path):
     path = tmp_path / "s.json"
     path.write_text('{\n  "format_version": 1,\n  "allocations": [\n    {"kind": }\n  ]\n}\n', encoding="utf-8")
-    allocations, files, digest, diagnostics = read_state(str(path))
+    allocations, files, digest, diagnostics, _ = read_state(str(path))
     assert allocations == [] and digest is None
     [problem] = diagnostics
     assert (problem.file, problem.line, problem.column, problem.rule) == (str(path), 4, 14, "Y002")
@@ -157,7 +157,7 @@ def test_invalid_allocation_points_at_its_field(tmp_path):
     path.write_text(dump_state({"format_version": 1, "inputs_digest": "sha256:x", "files": {},
                                 "allocations": [bad, good, other, good]}), encoding="utf-8")
     lines = path.read_text(encoding="utf-8").splitlines()
-    allocations, _, digest, diagnostics = read_state(str(path))
+    allocations, _, digest, diagnostics, _ = read_state(str(path))
     assert [a.metadata.name for a in allocations] == ["good"] and digest == "sha256:x"
     rules = sorted((x.rule, x.line) for x in diagnostics)
     assert [r for r, _ in rules] == ["N001", "S003", "S004"]

@@ -12,6 +12,7 @@ request, so planning again after `apply` changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from importlib import import_module
@@ -63,7 +64,8 @@ class PlanResult:
 
     def state_with_files(self, files: Mapping[str, str]) -> dict:
         """The new state with the digests of the generated files (for `apply`)."""
-        return state_from_plan(self.plan, self.previous, files=files, digest=self.new_state["inputs_digest"])
+        return state_from_plan(self.plan, self.previous, files=files, digest=self.new_state["inputs_digest"],
+                               from_files=self.validation.config.allocations, preempted_before=self.state.preempted)
 
     def state_text(self, files: Mapping[str, str]) -> str:
         """The bytes of the new state file; ``files`` maps each generated file's
@@ -129,6 +131,11 @@ def _running_steps(requests: list[StepRequest], running: Iterable[Running]) -> d
     return found
 
 
+def _without_allocations(config: Config, names: set[str]) -> Config:
+    kept = {name: entry for name, entry in config.allocations.items() if name not in names}
+    return dataclasses.replace(config, allocations=kept)
+
+
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``.
@@ -139,6 +146,8 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
     state = read_state(state_file) if state_file else StateRead([], {}, None, [])
+    if state.preempted:  # config allocations an applied plan preempted no longer run
+        config = _without_allocations(config, set(state.preempted))
     previous = sorted([entry.obj for entry in config.allocations.values()]
                       + [a for a in state.allocations if a.metadata.name not in config.allocations],
                       key=lambda a: a.metadata.name)
@@ -154,6 +163,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     plan = assemble(problem, solution, requests, rejected=rejected, running=running,
                     diagnostics=[*validation.diagnostics, *state.diagnostics],
                     digest=inputs_digest(config, state.allocations))
-    new_state = state_from_plan(plan, previous, digest=inputs_digest(config))
+    new_state = state_from_plan(plan, previous, digest=inputs_digest(validation.config),
+                                from_files=validation.config.allocations, preempted_before=state.preempted)
     return PlanResult(validation, state, problem, solution, plan, previous, new_state,
                       changes(previous, new_state["allocations"]))

@@ -1,0 +1,127 @@
+"""`poolc apply` as a library call: plan (or check a saved plan), render every target,
+and write the files plus the new state as one transaction under the state lock.
+
+The state records every file poolc generated with its digest, so a later apply
+removes generated files whose source is gone and never touches anything else.
+`check=True` computes the same and writes nothing: the CI gate and the
+`poolc-apply-check` pre-commit hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .diagnostics import Diagnostic
+
+
+def default_state_path(output_dir: str) -> str:
+    """CLI.md: the state file lives beside the output directory."""
+    parent = os.path.dirname(os.path.normpath(os.path.abspath(output_dir)))
+    return os.path.join(parent, "poolc.state.json")
+
+
+@dataclass
+class ApplyResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    refused: str | None = None                          # why nothing can be applied
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> text the output should hold
+    removed: list[str] = field(default_factory=list)     # generated before, no source any more
+    stale: list[str] = field(default_factory=list)       # what differs from disk (missing, changed, to remove)
+    state_path: str = ""
+    state_text: str = ""
+    written: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
+    text = _read(plan_file)
+    if text is None:
+        return None, f"cannot read plan file {plan_file}"
+    try:
+        saved = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"{plan_file}:{exc.lineno}:{exc.colno}: not a plan file: {exc.msg}"
+    if not isinstance(saved, dict) or saved.get("format_version") != 1 or "inputs_digest" not in saved:
+        return None, f"{plan_file}: not a poolc plan file (format_version 1 with an inputs_digest)"
+    return saved, None
+
+
+def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_file: str | None = None,
+                check: bool = False, progress: Callable[[str], None] | None = None) -> ApplyResult:
+    """Plan, render and (unless ``check``) write; see the module docstring."""
+    from .state import state_lock
+
+    result = ApplyResult(state_path=state_file or default_state_path(output_dir))
+    saved = None
+    if plan_file is not None:
+        saved, problem = _saved_plan(plan_file)
+        if problem:
+            result.refused = problem
+            return result
+    lock = nullcontext() if check else state_lock(result.state_path)
+    with lock:
+        _compute(result, paths, output_dir, saved, progress)
+        if result.ok and not check and result.stale:
+            from .transaction import write_transaction
+
+            # one transaction: the files and the state change together or not at all
+            write_transaction(output_dir, result.files, result.removed,
+                              outside={os.path.abspath(result.state_path): result.state_text})
+            result.written = True
+    return result
+
+
+def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, progress) -> None:
+    from .planner.plan import to_json
+    from .planner.run import plan_paths
+    from .targets import render_all
+    from .targets.context import TargetContext
+
+    strategy = (saved or {}).get("solver", {}).get("strategy", "optimal")
+    if strategy not in ("optimal", "zenml"):
+        result.refused = f"the plan file names an unknown strategy {strategy!r}"
+        return
+    planned = plan_paths(paths, state_file=result.state_path, strategy=strategy, progress=progress)
+    result.diagnostics = planned.plan.diagnostics_list()
+    if not planned.validation.ok:
+        result.refused = "the configuration has errors; fix them (poolc validate) before apply"
+        return
+    if any(x.severity == "error" for x in planned.state.diagnostics):
+        result.refused = f"the state file {result.state_path} is not valid"
+        return
+    plan_json = json.loads(to_json(planned.plan))
+    if saved is not None:
+        if saved["inputs_digest"] != plan_json["inputs_digest"]:
+            result.refused = (f"the plan was made from other inputs ({saved['inputs_digest']}); they are now "
+                              f"{plan_json['inputs_digest']}: run `poolc plan --out` again")
+            return
+        if saved != plan_json:
+            result.refused = ("the plan file does not match what this poolc plans for the same inputs "
+                              "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
+            return
+    assignment = {r["id"]: r["policy"] for r in plan_json["requests"]
+                  if r["status"] == "allocated" and r["policy"]}
+    result.files = render_all(TargetContext.from_validation(planned.validation, assignment))
+    result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
+    result.state_text = planned.state_text(result.files)
+    for relative, text in sorted(result.files.items()):
+        if _read(os.path.join(output_dir, relative)) != text:
+            result.stale.append(relative)
+    result.stale += [p for p in result.removed if os.path.exists(os.path.join(output_dir, p))]
+    if _read(result.state_path) != result.state_text:
+        result.stale.append(result.state_path)
