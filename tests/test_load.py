@@ -77,10 +77,6 @@ def test_diagnostic_uses_the_rule_severity_unless_overridden():
     assert doc.diagnostic(d.P006, "m", severity="error").severity == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the span of a nested block collection is cut short: spec's value "
-                   "ends at (10, 3) and the document at (10, 1), before the last line's content "
-                   "(compiler/load.py _span: end_mark at column 0 of the next line becomes (end.line, "
-                   "start.column + 1)); end_line/end_column feed SARIF and GitHub annotations")
 def test_block_collection_span_covers_its_last_line():
     doc = one(POOL)
     last_item_end = doc.values[("spec", "flags")][2:]
@@ -95,8 +91,6 @@ def test_merge_keys_explicit_keys_win():
     assert doc.keys[("spec", "r", "cpu_count")] == (4, 15, 4, 24)  # only written in the anchor
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: merged keys overwrite the positions of explicit keys "
-                   "(compiler/load.py _Builder._mapping builds the merge source at the same path last)")
 def test_merge_keys_explicit_keys_keep_their_positions():
     doc = one(MERGED)
     assert doc.keys[("spec", "r", "memory")] == (8, 5, 8, 11)

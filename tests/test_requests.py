@@ -81,15 +81,11 @@ def test_pool_resources_merge_key_by_key():
     assert step.merged_over(None) is step
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a step's empty pool_resources {} replaces the default's map "
-                   "instead of merging key by key (compiler/model.py ResourceSettings.merged_over: "
-                   "'if default.pool_resources and self.pool_resources' is False for {})")
 def test_empty_step_pool_resources_keeps_the_defaults():
     merged = settings(pool_resources={}).merged_over(settings(pool_resources={"fpga": 1}))
     assert merged.pool_resources == {"fpga": 1}
 
 
-# Empty maps are left to the test above (a known bug).
 _fields = {
     "cpu_count": st.sampled_from([0.5, 1, 2, 16.1]),
     "memory": st.sampled_from(["512Mi", "4GB", "16GiB"]),
@@ -99,7 +95,7 @@ _fields = {
     "shm": st.sampled_from(["auto", "1Gi"]),
     "preemptible": st.booleans(),
     "pool_resources": st.dictionaries(st.sampled_from(["gpu", "fpga", "licence", "step_run"]),
-                                      st.integers(1, 5), min_size=1, max_size=3),
+                                      st.integers(1, 5), max_size=3),
     "min_replicas": st.integers(0, 3),
     "max_replicas": st.integers(0, 3),
 }
