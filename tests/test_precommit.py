@@ -1,0 +1,149 @@
+"""Our hooks driven by the real pre-commit framework.
+
+A temporary git repository holds a valid configuration and a .pre-commit-config.yaml
+whose `repo:` is this checkout and `rev:` its current HEAD: pre-commit clones that
+commit and installs it into its own virtualenv (dependencies come from PyPI, so the
+first run needs the network and takes a while; PRE_COMMIT_HOME is shared by the
+session so it happens once). Uncommitted work in this checkout is not what runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml  # installed with pre-commit
+
+REPO = Path(__file__).resolve().parent.parent
+PRE_COMMIT = shutil.which("pre-commit", path=os.path.dirname(sys.executable)) or shutil.which("pre-commit")
+INSTALL_TIMEOUT = 1800   # first run: clone + virtualenv + ortools and friends from PyPI
+RUN_TIMEOUT = 600
+
+pytestmark = pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
+
+
+def test_hook_definitions():
+    """The published hook file says what the brief and README promise."""
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    assert set(hooks) == {"poolc-validate", "poolc-apply-check"}
+    validate, apply = hooks["poolc-validate"], hooks["poolc-apply-check"]
+    assert (validate["entry"], validate["language"], validate["pass_filenames"], validate["args"]) == \
+        ("poolc validate", "python", False, ["."])
+    assert validate["files"] == r"\.(ya?ml)$"
+    assert (apply["entry"], apply["language"], apply["pass_filenames"]) == ("poolc apply --check", "python", False)
+    assert "cross" in validate["description"] or "refer to each other" in validate["description"]
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+@pytest.fixture(scope="session")
+def head() -> str:
+    """The commit pre-commit will clone; it must contain the hook file."""
+    sha = git(REPO, "rev-parse", "HEAD").strip()
+    committed = subprocess.run(["git", "cat-file", "-e", f"{sha}:.pre-commit-hooks.yaml"], cwd=REPO)
+    if committed.returncode != 0:
+        pytest.fail(".pre-commit-hooks.yaml is not committed at HEAD; pre-commit clones HEAD")
+    return sha
+
+
+def make_platform_repo(root: Path, head: str, hooks: str) -> Path:
+    root.mkdir()
+    shutil.copytree(REPO / "examples", root / "config", ignore=shutil.ignore_patterns("README.md"))
+    (root / "README.md").write_text("platform repo\n", encoding="utf-8")
+    (root / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {REPO}\n    rev: {head}\n    hooks:\n{hooks}", encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "platform config")
+    return root
+
+
+def pre_commit(root: Path, home: Path, *args: str, timeout: int = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+    env.pop("VIRTUAL_ENV", None)
+    return subprocess.run([PRE_COMMIT, "run", *args], cwd=root, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def hook_poolc(home: Path) -> Path:
+    """The poolc that pre-commit installed (the committed HEAD, not this working tree)."""
+    found = sorted(home.glob("repo*/py_env-*/bin/poolc"))
+    assert found, f"no poolc installed under {home}"
+    return found[0]
+
+
+@pytest.fixture(scope="session")
+def installed(pre_commit_home: Path, head: str, tmp_path_factory) -> Path:
+    """Install the hook environment once (the slow part), on a clean repository."""
+    root = make_platform_repo(tmp_path_factory.mktemp("install") / "repo", head, "      - id: poolc-validate\n")
+    proc = pre_commit(root, pre_commit_home, "--all-files", timeout=INSTALL_TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return pre_commit_home
+
+
+def test_validate_hook_passes_then_fails_on_a_broken_edit(installed: Path, head: str, tmp_path: Path):
+    root = make_platform_repo(tmp_path / "repo", head, "      - id: poolc-validate\n")
+    proc = pre_commit(root, installed, "--all-files")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "poolc validate" in proc.stdout and "Passed" in proc.stdout
+
+    pipeline = root / "config" / "pipelines" / "prod-training.yaml"
+    text = pipeline.read_text(encoding="utf-8")
+    pipeline.write_text(text.replace("      gpu_count: 4\n", "      gpu_count: 40\n", 1)
+                        .replace("  stack: prod-stack", "  stack: prod-stak"), encoding="utf-8")
+    git(root, "add", "-A")
+    proc = pre_commit(root, installed, "--all-files")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout
+    assert "config/pipelines/prod-training.yaml:10:10: error[N002]" in proc.stdout
+
+
+def test_validate_hook_sees_cross_file_breakage(installed: Path, head: str, tmp_path: Path):
+    """Only a policy file changes, but the pipelines it breaks are checked too."""
+    root = make_platform_repo(tmp_path / "repo", head, "      - id: poolc-validate\n")
+    policies = root / "config" / "policies" / "prod.yaml"
+    policies.write_text(policies.read_text(encoding="utf-8").replace("    gpu: 6\n", "    gpu: 1\n", 1),
+                        encoding="utf-8")
+    git(root, "add", "-A")
+    proc = pre_commit(root, installed, "--files", "config/policies/prod.yaml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "config/pipelines/prod-training.yaml" in proc.stdout and "error[R004]" in proc.stdout
+
+
+def test_validate_hook_is_skipped_when_no_yaml_changed(installed: Path, head: str, tmp_path: Path):
+    root = make_platform_repo(tmp_path / "repo", head, "      - id: poolc-validate\n")
+    proc = pre_commit(root, installed, "--files", "README.md")
+    assert proc.returncode == 0
+    assert "Skipped" in proc.stdout
+
+
+def test_apply_check_hook(installed: Path, head: str, tmp_path: Path):
+    hooks = "      - id: poolc-apply-check\n        args: [config, --output-dir, deploy]\n"
+    root = make_platform_repo(tmp_path / "repo", head, hooks)
+    subprocess.run([str(hook_poolc(installed)), "apply", "config", "--output-dir", "deploy"], cwd=root,
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "generated")
+    proc = pre_commit(root, installed, "--all-files")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    pipeline = root / "config" / "pipelines" / "prod-training.yaml"
+    pipeline.write_text(pipeline.read_text(encoding="utf-8").replace("cpu_count: 32", "cpu_count: 30"),
+                        encoding="utf-8")
+    git(root, "add", "-A")
+    proc = pre_commit(root, installed, "--all-files")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout
