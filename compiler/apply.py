@@ -56,8 +56,20 @@ def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
         saved = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"{plan_file}:{exc.lineno}:{exc.colno}: not a plan file: {exc.msg}"
-    if not isinstance(saved, dict) or saved.get("format_version") != 1 or "inputs_digest" not in saved:
-        return None, f"{plan_file}: not a poolc plan file (format_version 1 with an inputs_digest)"
+    except RecursionError:
+        return None, f"{plan_file}: not a plan file (nested too deeply)"
+    strategy = saved.get("solver", {}).get("strategy") if isinstance(saved, dict) \
+        and isinstance(saved.get("solver"), dict) else None
+    if isinstance(strategy, str) and strategy not in ("optimal", "zenml"):
+        return None, f"{plan_file}: the plan names an unknown strategy {strategy!r}"
+    shape_ok = (isinstance(saved, dict) and saved.get("format_version") == 1
+                and isinstance(saved.get("inputs_digest"), str)
+                and isinstance(saved.get("solver"), dict) and isinstance(saved["solver"].get("strategy"), str)
+                and isinstance(saved.get("requests"), list)
+                and all(isinstance(r, dict) for r in saved["requests"]))
+    if not shape_ok:
+        return None, (f"{plan_file}: not a poolc plan file (format_version 1 with inputs_digest, solver and "
+                      "requests, as `poolc plan --out` writes it)")
     return saved, None
 
 
@@ -108,7 +120,8 @@ def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, pr
     if saved is not None:
         if saved["inputs_digest"] != plan_json["inputs_digest"]:
             result.refused = (f"the plan was made from other inputs ({saved['inputs_digest']}); they are now "
-                              f"{plan_json['inputs_digest']}: run `poolc plan --out` again")
+                              f"{plan_json['inputs_digest']} (the files or the state {result.state_path} "
+                              "changed): run `poolc plan --out` again, with --state {result.state_path}")
             return
         if saved != plan_json:
             result.refused = ("the plan file does not match what this poolc plans for the same inputs "

@@ -209,6 +209,10 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
     except StateLockError as exc:
         click.echo(f"poolc: {exc}", err=True)
         sys.exit(EXIT_FINDINGS)
+    except OSError as exc:  # disk full, permissions: the transaction has rolled back
+        click.echo(f"poolc: apply failed and changed nothing: {exc.strerror or exc}"
+                   + (f": {exc.filename}" if exc.filename else ""), err=True)
+        sys.exit(EXIT_FINDINGS)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
         click.echo(f"poolc: nothing applied: {result.refused}", err=True)

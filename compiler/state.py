@@ -57,6 +57,14 @@ def allocation_name(request_id: str) -> str:
     return f"{head}-{suffix}"
 
 
+def is_safe_relative(path: str) -> bool:
+    """A generated file's path as the state may name it: relative, forward slashes,
+    no '..' and nothing absolute, so a hand-edited state cannot aim apply elsewhere."""
+    if not path or path.startswith("/") or "\\" in path or ":" in path.split("/")[0]:
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
 # --- reading -----------------------------------------------------------------------
 
 class StateRead(NamedTuple):
@@ -202,6 +210,12 @@ def read_state(path: str) -> StateRead:
         problems.append(top.diagnostic(d.S003, "files must map relative paths to \"sha256:...\" strings",
                                        ("files",)))
         files = {}
+    for name in sorted(files):
+        if not is_safe_relative(name):
+            problems.append(top.diagnostic(d.S003, f"files lists {name!r}, which is not a relative path inside "
+                                           "the output directory; poolc never writes or removes it",
+                                           ("files", name), key=True))
+            del files[name]
     items = root.get("allocations", [])
     if not isinstance(items, list):
         problems.append(top.diagnostic(d.S003, "allocations must be a list of Allocation documents",
@@ -239,6 +253,16 @@ def allocation_json(allocation: Allocation) -> dict:
     return allocation.model_dump(mode="json", exclude_none=True)
 
 
+# Marks an allocation apply recorded for a step ("<pipeline>.<step>"; a label value
+# cannot hold "/"): when the step is gone from the inputs, so is its allocation.
+STEP_LABEL = "poolc.dev/step"
+
+
+def _step_of(allocation: Allocation) -> str | None:
+    value = allocation.metadata.labels.get(STEP_LABEL)
+    return value.replace(".", "/", 1) if value else None
+
+
 def new_allocation(request_id: str, requester: str, pool: str, policy: str, preemptible: bool,
                    demand: Mapping[str, int]) -> Allocation:
     """The allocation `apply` records for a newly admitted step (no started_at: see the module doc)."""
@@ -246,7 +270,8 @@ def new_allocation(request_id: str, requester: str, pool: str, policy: str, pree
         "apiVersion": "poolc/v1",
         "kind": "Allocation",
         "metadata": {"name": allocation_name(request_id),
-                     "description": f"step {request_id}, admitted through policy {policy}"},
+                     "description": f"step {request_id}, admitted through policy {policy}",
+                     "labels": {STEP_LABEL: request_id.replace("/", ".", 1)}},
         "spec": {"subject": requester, "pool": pool, "preemptible": preemptible,
                  "holds": dict(sorted(demand.items()))},
     })
@@ -266,7 +291,9 @@ def state_from_plan(plan, previous: Iterable[Allocation], *, files: Mapping[str,
     which covers the previous state: the state would then never match a re-run
     right after `apply`, and `apply --check` would call every fresh state stale."""
     preempted = {p.id for p in plan.preempted}
-    kept = {a.metadata.name: a for a in previous if a.metadata.name not in preempted}
+    steps = {r.id for r in plan.requests}
+    kept = {a.metadata.name: a for a in previous if a.metadata.name not in preempted
+            and (_step_of(a) is None or _step_of(a) in steps)}
     for request in plan.requests:
         if request.status == "allocated" and request.pool is not None and request.running is None:
             alloc = new_allocation(request.id, request.requester, request.pool, request.policy,

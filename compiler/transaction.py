@@ -28,18 +28,27 @@ class Transaction:
     root: str
     staged: list[_Staged] = field(default_factory=list)
 
+    created_dirs: list[str] = field(default_factory=list)
+
     def _path(self, relative: str) -> str:
-        if os.path.isabs(relative):
-            return relative
         path = os.path.normpath(os.path.join(self.root, relative))
-        if not path.startswith(os.path.normpath(self.root) + os.sep):
-            raise ValueError(f"refusing to write outside {self.root}: {relative}")
+        if os.path.isabs(relative) or not path.startswith(os.path.normpath(self.root) + os.sep):
+            raise ValueError(f"refusing to touch a path outside {self.root}: {relative}")
         return path
 
-    def stage_write(self, relative: str, text: str) -> None:
-        target = self._path(relative)
+    def _makedirs(self, directory: str) -> None:
+        missing = []
+        while directory and not os.path.isdir(directory):
+            missing.append(directory)
+            directory = os.path.dirname(directory)
+        for path in reversed(missing):
+            os.mkdir(path)
+            self.created_dirs.append(path)
+
+    def stage_write(self, relative: str, text: str, *, absolute: bool = False) -> None:
+        target = os.path.abspath(relative) if absolute else self._path(relative)
         directory = os.path.dirname(target)
-        os.makedirs(directory, exist_ok=True)
+        self._makedirs(directory)
         fd, temp = tempfile.mkstemp(dir=directory, prefix=".poolc-", suffix=".tmp")
         self.staged.append(_Staged(target, temp))
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -83,6 +92,9 @@ class Transaction:
             if item.temp is not None and os.path.exists(item.temp):
                 os.unlink(item.temp)
         self._discard_backups()
+        for directory in reversed(self.created_dirs):
+            if os.path.isdir(directory) and not os.listdir(directory):
+                os.rmdir(directory)
 
     def _discard_backups(self) -> None:
         for item in self.staged:
@@ -108,7 +120,7 @@ def write_transaction(root: str, files: dict[str, str], remove: list[str] = (),
         for relative, text in sorted(files.items()):
             transaction.stage_write(relative, text)
         for absolute, text in sorted((outside or {}).items()):
-            transaction.stage_write(absolute, text)
+            transaction.stage_write(absolute, text, absolute=True)
         for relative in sorted(remove):
             transaction.stage_remove(relative)
     except BaseException:

@@ -55,7 +55,7 @@ def test_round_trip(tmp_path, monkeypatch):
     assert state["allocations"][2] == {
         "apiVersion": "poolc/v1", "kind": "Allocation",
         "metadata": {"name": "train--train", "description": "step train/train, admitted through policy prod",
-                     "labels": {}},
+                     "labels": {"poolc.dev/step": "train.train"}},
         "spec": {"subject": "prod-k8s", "pool": "dc", "preemptible": False, "holds": {"gpu": 4, "step_run": 1}},
     }
     path = str(tmp_path / "poolc.state.json")
