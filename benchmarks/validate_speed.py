@@ -134,7 +134,7 @@ def main() -> None:
         one.write_text((root / "platform.yaml").read_text(encoding="utf-8") + "---\n"
                        + files[0].read_text(encoding="utf-8"), encoding="utf-8")
         size = sum(f.stat().st_size for f in files)
-        print(f"{len(files)} pipeline files ({size / 1e6:.1f} MB, ~{steps} steps) + platform.yaml; "
+        print(f"{len(files)} pipeline files ({size / 1e6:.1f} MB, {steps} steps) + platform.yaml; "
               f"{args.repeat} runs each; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
 
         ours = timed([*poolc, "validate", str(root)], args.repeat)
