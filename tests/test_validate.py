@@ -154,6 +154,28 @@ def test_examples_have_no_errors():
     assert {d.rule for d in result.diagnostics} <= {"P006"}
 
 
+def _message_params() -> list:
+    params = []
+    for path in sorted((FIXTURES / "negative").glob("*.yaml")):
+        marks = []
+        if path.stem == "p003-above-capacity":
+            marks = [pytest.mark.xfail(strict=True, reason="BUG: P003 reads \"above pool 'tiny-pool''s capacity\" "
+                                       "(compiler/checks/pools.py:54, {spec.pool!r}'s)")]
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("path", _message_params())
+def test_messages_read_as_one_clean_sentence(path: Path):
+    """One sentence per diagnostic (CLI.md): no line breaks, no doubled quotes, no 'None'."""
+    header = read_header(path)
+    for diag in validate_paths([_as_given(p) for p in [*header.contexts, path]]).diagnostics:
+        message = diag.message
+        assert message == message.strip() and "\n" not in message, message
+        assert "''" not in message and "None" not in message, message
+        assert len(message) >= 20, message
+
+
 # --- the harness itself must be able to fail -------------------------------------
 
 def _copy_fixture_tree(tmp_path: Path) -> Path:
