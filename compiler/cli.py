@@ -90,13 +90,16 @@ def validate(paths, fmt, quiet, no_color):
 def schema(kind, output_dir):
     """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, poolc).
 
-    The schemas are generated from the models, so `poolc schema --output-dir schemas`
-    also refreshes the committed copies.
+    Without KIND, prints poolc.schema.json (any v1 document, dispatched on kind);
+    --output-dir writes every schema file. The schemas are generated from the
+    models, so `poolc schema --output-dir schemas` also refreshes the committed copies.
     """
     from .schema import ANY_FILE, KIND_FILES, build_schemas, dump
     from .writer import write_files
 
     names = sorted([*KIND_FILES.values(), ANY_FILE])
+    if not kind and not output_dir:
+        kind = "poolc"
     if kind:
         wanted = f"{kind.lower()}.schema.json"
         if wanted not in names:

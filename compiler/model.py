@@ -21,11 +21,13 @@ MAX_INT = 10**12
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
-# Canonical keys only: the friendly aliases are declared as their own properties.
-CANONICAL_KEY = r"^(?!(cpu|memory)$)[a-z][a-z0-9_]{0,62}$"
+# Keys of a capacity/reserved/limit map in the published schema. "(?![\s\S])" pins
+# the end for every regex flavour: Python's "$" alone also matches before a final
+# newline, so check-jsonschema would accept "gpu\n" (a YAML block scalar key).
+RESOURCE_MAP_KEY = r"^[a-z][a-z0-9_]{0,62}$(?![\s\S])"
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-RFC3339 = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]([01][0-9]|2[0-3]):[0-5][0-9]:"
+RFC3339 = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:"
            r"([0-5][0-9]|60)(\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
 ROLE_ARN = r"^arn:aws[a-z\-]*:iam::[0-9]{12}:role/.+$"
 S3_URI = r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$"
@@ -45,7 +47,7 @@ Timestamp = Annotated[str, StringConstraints(pattern=RFC3339), WithJsonSchema(
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 _KEY = re.compile(RESOURCE_KEY)
-_CANONICAL = re.compile(CANONICAL_KEY)
+_KEY_FULL = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -99,7 +101,7 @@ class ResourceMap(BaseModel):
     @model_validator(mode="after")
     def _keys_and_aliases(self) -> "ResourceMap":
         for key in self.__pydantic_extra__ or {}:
-            if not _CANONICAL.fullmatch(key):
+            if key in ("cpu", "memory") or not _KEY_FULL.fullmatch(key):
                 raise ValueError(f"{key!r} is not a resource key ([a-z][a-z0-9_]*, at most 63 characters)")
         extra = self.__pydantic_extra__ or {}
         if self.cpu is not None and "mcpu" in extra:
@@ -119,8 +121,9 @@ class ResourceMap(BaseModel):
 
 
 def _resource_map_schema(schema: dict[str, Any]) -> None:
-    schema["additionalProperties"] = False
-    schema["patternProperties"] = {CANONICAL_KEY: {"type": "integer", "minimum": 0, "maximum": MAX_INT}}
+    # cpu and memory are declared properties; every other key is a canonical one
+    schema["propertyNames"] = {"pattern": RESOURCE_MAP_KEY}
+    schema["additionalProperties"] = {"type": "integer", "minimum": 0, "maximum": MAX_INT}
     schema["not"] = {"anyOf": [{"required": ["cpu", "mcpu"]}, {"required": ["memory", "memory_mb"]}]}
 
 

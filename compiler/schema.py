@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .load import Document
+from .model import RESOURCE_MAP_KEY
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 KIND_FILES = {
@@ -250,13 +251,19 @@ def _explain(error, doc: Document, root: dict) -> Iterator[Diagnostic]:
         wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
         yield doc.diagnostic(d.S003, f"{_where(path)} must be {wanted}, not {_TYPE_NAMES[_type_of(value)]}"
                              + (f" ({value!r})" if isinstance(value, (str, int, float)) else ""), path)
+    elif kind == "pattern" and "propertyNames" in error.absolute_schema_path:
+        # a key of a mapping (jsonschema reports it at the mapping): point at the key itself
+        if error.validator_value == RESOURCE_MAP_KEY:
+            yield doc.diagnostic(d.S001, f"{value!r} is not a resource key: keys are lower-case "
+                                 "[a-z][a-z0-9_]* (or the aliases cpu and memory)", path + (value,), key=True)
+        else:
+            yield doc.diagnostic(d.S003, f"key {value!r} in {_where(path)} is not "
+                                 f"{_describe_pattern(error.validator_value)}", path + (value,), key=True)
     elif kind == "pattern":
         yield doc.diagnostic(d.S003, f"{value!r} is not {_describe_pattern(error.validator_value)}", path)
-    elif kind == "propertyNames":
-        sub = error.context[0] if error.context else None
-        detail = _describe_pattern(sub.validator_value) if sub is not None and sub.validator == "pattern" \
-            else "a valid name"
-        yield doc.diagnostic(d.S003, f"key {value!r} in {_where(path)} is not {detail}", path + (value,), key=True)
+    elif kind == "maxLength" and "propertyNames" in error.absolute_schema_path:
+        yield doc.diagnostic(d.S003, f"key {value!r} in {_where(path)} is longer than "
+                             f"{error.validator_value} characters", path + (value,), key=True)
     elif kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
         yield doc.diagnostic(d.S003, f"{_where(path)} must be {words} {error.validator_value:,}, not {value!r}", path)

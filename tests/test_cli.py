@@ -224,9 +224,6 @@ def test_validate_imports_no_solver_no_emitters_and_generates_no_schema():
 
 # --- poolc schema ---------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: `poolc schema` without KIND prints the six schemas one after "
-                   "another, which is not one JSON value (compiler/cli.py schema: ''.join(texts.values())); "
-                   "print poolc.schema.json alone, or one object keyed by file name")
 def test_schema_without_kind_prints_valid_json():
     proc = poolc("schema")
     assert proc.returncode == 0

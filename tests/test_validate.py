@@ -157,11 +157,7 @@ def test_examples_have_no_errors():
 def _message_params() -> list:
     params = []
     for path in sorted((FIXTURES / "negative").glob("*.yaml")):
-        marks = []
-        if path.stem == "p003-above-capacity":
-            marks = [pytest.mark.xfail(strict=True, reason="BUG: P003 reads \"above pool 'tiny-pool''s capacity\" "
-                                       "(compiler/checks/pools.py:54, {spec.pool!r}'s)")]
-        params.append(pytest.param(path, id=path.stem, marks=marks))
+        params.append(pytest.param(path, id=path.stem))
     return params
 
 

@@ -51,8 +51,9 @@ def policy_keys_and_bounds(ctx: Context) -> Iterator[Diagnostic]:
                     yield entry.doc.diagnostic(d.P001, f"pool {spec.pool!r} has no capacity row for {key!r}; "
                                                f"add {key} to its capacity or remove it from {field}", path, key=True)
                 elif value > capacity[key]:
-                    yield entry.doc.diagnostic(d.P003, f"{field} {key}={value} is above pool {spec.pool!r}'s "
-                                               f"capacity {key}={capacity[key]}", path)
+                    yield entry.doc.diagnostic(d.P003, f"{field} {key}={value} is above the capacity of pool "
+                                               f"{spec.pool!r} ({key}={capacity[key]}); lower it or raise the "
+                                               "capacity", path)
         for key, value in reserved.items():
             if key in limit and value > limit[key] and key in capacity:
                 yield entry.doc.diagnostic(d.P002, f"reserved {key}={value} is above the policy's own limit "
