@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from . import diagnostics as d
@@ -114,7 +115,7 @@ _FLOATS = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", 
 
 
 def _scalar(node: ScalarNode) -> Any:
-    tag, text = node.tag, node.value
+    tag, text = str(node.ctag), node.value
     if tag == _TAG + "str" or tag == _TAG + "timestamp":
         return text  # timestamps stay strings; the models parse RFC 3339 themselves
     if tag == _TAG + "int":
@@ -159,12 +160,12 @@ class _Builder:
         self.active.add(id(node))
         try:
             if isinstance(node, SequenceNode):
-                if node.tag != _TAG + "seq":
+                if str(node.ctag) != _TAG + "seq":
                     raise _tag_rejected(node)
                 data: Any = [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
                 last = path + (len(node.value) - 1,) if node.value else None
             elif isinstance(node, MappingNode):
-                if node.tag != _TAG + "map":
+                if str(node.ctag) != _TAG + "map":
                     raise _tag_rejected(node)
                 data = self._mapping(node, path, depth)
                 last = path + (node.value[-1][0].value,) if node.value else None
@@ -184,7 +185,7 @@ class _Builder:
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 raise _Reject(d.Y002, "a mapping key must be a plain scalar", key_node)
-            if key_node.tag == _TAG + "merge":
+            if str(key_node.ctag) == _TAG + "merge":
                 self._merge(value_node, path, depth, result)
             else:
                 _scalar(key_node)  # rejects tags on keys the same way as on values
@@ -241,7 +242,31 @@ def _decode(file: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
                                "save it as UTF-8", line, col)
 
 
+class _Resolver(VersionedResolver):
+    """ruamel's resolver, made cheap for the C parser: it asks for the YAML version
+    on every scalar (raising and catching an AttributeError each time) and builds a
+    new Tag per node. poolc reads YAML 1.2, and a plain scalar's tag depends only on
+    its text, so resolved tags are cached (Tags are never mutated here)."""
+
+    _plain: dict[str, Any] = {}
+
+    @property
+    def processing_version(self) -> Any:
+        return (1, 2)
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is ScalarNode and implicit[0]:
+            tag = self._plain.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(self._plain) < 50_000:
+                    self._plain[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+
 _yaml = YAML(typ="safe", pure=False)
+_yaml.Resolver = _Resolver
 
 
 def _node_is_ours(node: Any) -> bool:

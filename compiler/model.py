@@ -59,7 +59,9 @@ class Strict(BaseModel):
     """Unknown fields are errors and nothing is coerced; an optional field is
     optional by absence, so an explicit ``null`` is rejected like the schema does."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # defer_build: a model is compiled when first used, so a one-file validate
+    # pays only for the kinds it reads
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -83,7 +85,7 @@ class ResourceMap(BaseModel):
     ``memory`` (a quantity), which are converted to ``mcpu`` / ``memory_mb`` on load."""
 
     model_config = ConfigDict(
-        extra="allow", strict=True, frozen=True,
+        extra="allow", strict=True, frozen=True, defer_build=True,
         json_schema_extra=lambda schema, _: _resource_map_schema(schema),
     )
     __pydantic_extra__: dict[str, Count]
@@ -202,7 +204,7 @@ class ResourceSettings(Spec):
         fields = {**default.model_dump(exclude_none=True), **self.model_dump(exclude_none=True)}
         if default.pool_resources is not None and self.pool_resources is not None:
             fields["pool_resources"] = {**default.pool_resources, **self.pool_resources}
-        return ResourceSettings.model_validate(fields)
+        return ResourceSettings.model_construct(**fields)  # both sides are validated already
 
 
 class Settings(Spec):
