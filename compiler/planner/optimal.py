@@ -1,0 +1,476 @@
+"""Planning strategy `optimal` (SEMANTICS.md §5) on OR-Tools CP-SAT.
+
+Why it is shaped this way:
+
+* Identical requests (same requester, demand, preemptible flag) are one *class*
+  with an integer count per eligible policy, and identical victims (same policy,
+  same metered holdings) one *victim class* with a preempted count. 10,000
+  requests from a few dozen shapes become a few thousand integers, and the
+  symmetric 0/1 choices that would stall the proof disappear.
+* The lexicographic objective is solved tier by tier: each tier's value is then
+  fixed as a constraint and the solution hinted into the next solve. CP-SAT
+  proves small integer tiers fast; one big weighted objective would not.
+* Counts are handed out afterwards: inside a class the lowest arrival ranks are
+  admitted first, inside a victim class the most recently started allocation is
+  preempted first. Tiers 3 and 4 are modelled as the concave prefix sums those
+  hand-outs achieve, so the hand-out is exactly optimal for them.
+* Determinism: one worker, a fixed seed, a deterministic-time budget (never a
+  wall clock), a model built in canonical (sorted) order, and a canonical
+  hand-out. Same Problem, same Solution.
+
+Objective layout (``Solution.objective``), every value an integer:
+
+    [ |Z|,
+      for j = 0..m:  (admitted at p_j, only if j >= 1),
+                     (preempted at v, for each victim priority v with
+                      p_(j+1) <= v < p_j, highest first),
+      FIFO sum       = sum over admitted requests of (N - arrival rank),
+      start-rank sum = sum over preempted allocations of their start rank,
+      preference     = sum over admitted requests of (n_i - t), where t is the
+                       index of its policy among its n_i eligible policies
+                       ordered by priority (desc) then pool name ]
+
+p_1 > ... > p_m are the distinct priorities of policies through which some
+request is eligible; victim priorities are those of the policies of
+preemptible, borrowing running allocations. N = max(number of requests,
+highest rank + 1).
+
+Hard rules with the "already over" caveat read as: on every (pool, key),
+(policy, key) and, for the non-preemptible share, (policy, key)::
+
+    admitted_k <= max(0, bound_k - kept_k)
+
+i.e. a key whose kept holdings exceed its bound admits nothing that needs it,
+unless the plan preempts enough to bring it back under. The in-share set Z obeys
+the same form with bound = reserved.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ortools.sat.python import cp_model
+
+from compiler.planner.problem import (PolicyRule, Problem, Request, Running, borrowed_parts,
+                                      eligible_policies, metered_demand)
+from compiler.planner.solution import Solution
+
+RANDOM_SEED = 20240607
+_SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
+Progress = Callable[[str], None]
+
+
+# ---------------------------------------------------------------- aggregation
+
+@dataclass
+class _Class:
+    """Identical pending requests, eligible through the same policies."""
+
+    requester: str
+    preemptible: bool
+    members: list[Request]                 # by arrival rank
+    policies: list[PolicyRule]             # eligible; priority desc, then pool name
+    demands: list[dict[str, int]]          # per policy: metered demand in its pool
+
+
+@dataclass
+class _VictimClass:
+    """Interchangeable preemption candidates: same policy, same metered holdings."""
+
+    policy: PolicyRule
+    holds: dict[str, int]
+    members: list[Running]                 # most recently started first
+
+
+def _request_classes(problem: Problem) -> list[_Class]:
+    groups: dict[tuple, list[Request]] = {}
+    for req in problem.requests:
+        demand = tuple(sorted((k, v) for k, v in req.demand.items() if v > 0))
+        groups.setdefault((req.requester, demand, req.preemptible), []).append(req)
+    classes = []
+    for key in sorted(groups):
+        members = sorted(groups[key], key=lambda r: (r.rank, r.id))
+        policies, _ = eligible_policies(problem, members[0])
+        if not policies:
+            continue  # rejected or unmanaged: never admitted
+        demands = [metered_demand(problem.pool(q.pool), members[0].demand) for q in policies]
+        classes.append(_Class(key[0], key[2], members, policies, demands))
+    return classes
+
+
+def _metered_holds(problem: Problem, alloc: Running) -> dict[str, int]:
+    pool = problem.pool(alloc.pool)
+    return {k: v for k, v in sorted(alloc.holds.items()) if v > 0 and pool.metered(k)}
+
+
+def _victim_classes(problem: Problem, borrowed: dict[str, dict[str, int]]) -> list[_VictimClass]:
+    groups: dict[tuple, list[Running]] = {}
+    policies: dict[str, PolicyRule] = {}
+    for alloc in _known_running(problem):
+        policy = problem.policy_for(alloc.subject, alloc.pool)
+        if policy is None or not alloc.preemptible:
+            continue
+        if not any(v > 0 for v in borrowed.get(alloc.name, {}).values()):
+            continue
+        holds = _metered_holds(problem, alloc)
+        policies[policy.name] = policy
+        groups.setdefault((policy.name, tuple(holds.items())), []).append(alloc)
+    return [_VictimClass(policies[name], dict(holds),
+                         sorted(groups[(name, holds)], key=lambda a: (-a.start_rank, a.name)))
+            for name, holds in sorted(groups)]
+
+
+def _known_running(problem: Problem) -> list[Running]:
+    pools = {p.name for p in problem.pools}
+    return sorted((a for a in problem.running if a.pool in pools), key=lambda a: a.name)
+
+
+# ---------------------------------------------------------------- the model
+
+@dataclass
+class _Tier:
+    name: str
+    maximize: bool
+    terms: list[tuple[cp_model.IntVar, int]]     # what CP-SAT optimizes
+    value: Callable[[dict], int]                 # exact value from decision values
+    trivial_bound: int                           # bound with no search at all
+    setup: Callable[[], None] | None = None      # adds the tier's own variables, when it is reached
+
+
+@dataclass
+class _Built:
+    model: cp_model.CpModel
+    classes: list[_Class]
+    victims: list[_VictimClass]
+    n: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)   # (class, policy idx)
+    z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    v: dict[int, cp_model.IntVar] = field(default_factory=dict)               # victim class
+    fifo: dict[int, cp_model.IntVar] = field(default_factory=dict)            # class -> prefix var
+    late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var
+    all_vars: list[cp_model.IntVar] = field(default_factory=list)
+    tiers: list[_Tier] = field(default_factory=list)
+    rank_n: int = 0
+
+
+def _prefix(weights: list[int]) -> list[int]:
+    out = [0]
+    for w in weights:
+        out.append(out[-1] + w)
+    return out
+
+
+def _concave(model: cp_model.CpModel, count: cp_model.LinearExprT, weights: list[int],
+             name: str) -> cp_model.IntVar:
+    """f <= prefix_sum(weights)[count] for weights sorted descending: the minimum of
+    the segment lines equals the prefix sum at every integer count (concavity)."""
+    pre = _prefix(weights)
+    f = model.new_int_var(0, pre[-1], name)
+    for s, w in enumerate(weights):
+        model.add(f <= pre[s] + w * (count - s))
+    return f
+
+
+def _linear(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
+    return cp_model.LinearExpr.weighted_sum([v for v, _ in terms], [c for _, c in terms])
+
+
+def _cap_rule(model: cp_model.CpModel, built: _Built, used: list[tuple[cp_model.IntVar, int]],
+              kept_const: int, kept_terms: list[tuple[cp_model.IntVar, int]], kept_min: int,
+              bound: int, name: str) -> None:
+    """used <= max(0, bound - kept), kept = kept_const - sum(kept_terms): a key whose
+    kept holdings stay above the bound admits nothing that needs it."""
+    if not used:
+        return
+    used_expr = _linear(used)
+    if kept_min >= bound:           # no room even after every possible preemption
+        for var, _ in used:
+            model.add(var == 0)
+        return
+    kept_expr = kept_const - _linear(kept_terms)
+    if kept_const <= bound:         # never over: the plain linear rule
+        model.add(used_expr + kept_expr <= bound)
+        return
+    ok = model.new_bool_var(f"fits_{name}")
+    built.all_vars.append(ok)
+    model.add(used_expr + kept_expr <= bound).only_enforce_if(ok)
+    model.add(used_expr == 0).only_enforce_if(~ok)
+    # Redundant, for the LP: the convex hull of the two branches. Room for admissions
+    # grows in proportion to what preemption frees, reaching bound - kept_min when
+    # everything freeable is freed. Without it the relaxation ignores the "over" case.
+    span, room = kept_const - kept_min, bound - kept_min
+    g = math.gcd(span, room)
+    span, room = span // g, room // g
+    used_max = sum(var.proto.domain[-1] * c for var, c in used)
+    if used_max * span < _SAFE and room * (kept_const - kept_min) < _SAFE:
+        model.add(used_expr * span <= room * _linear(kept_terms))
+
+
+def _build(problem: Problem) -> _Built:
+    borrowed = borrowed_parts(problem)
+    classes = _request_classes(problem)
+    victims = _victim_classes(problem, borrowed)
+    model = cp_model.CpModel()
+    b = _Built(model, classes, victims)
+    b.rank_n = max([len(problem.requests)] + [r.rank + 1 for r in problem.requests])
+
+    # decisions
+    for ci, cls in enumerate(classes):
+        size = len(cls.members)
+        for pi, q in enumerate(cls.policies):
+            b.n[ci, pi] = model.new_int_var(0, size, f"n_{ci}_{pi}")
+            d = cls.demands[pi]
+            if all(v <= q.rsv(k) for k, v in d.items()):
+                b.z[ci, pi] = model.new_int_var(0, size, f"z_{ci}_{pi}")
+                model.add(b.z[ci, pi] <= b.n[ci, pi])
+        model.add(sum(b.n[ci, pi] for pi in range(len(cls.policies))) <= size)
+    for gi, vc in enumerate(victims):
+        b.v[gi] = model.new_int_var(0, len(vc.members), f"v_{gi}")
+    b.all_vars += list(b.n.values()) + list(b.z.values()) + list(b.v.values())
+
+    _hard_rules(problem, b)
+    _tiers(problem, b)
+    return b
+
+
+def _hard_rules(problem: Problem, b: _Built) -> None:
+    """H1 capacity, H2 limit, H3 non-preemptible share, and the in-share set Z."""
+    model = b.model
+    kept_pool: dict[tuple[str, str], int] = {}
+    kept_pol: dict[tuple[str, str], int] = {}
+    np_pol: dict[tuple[str, str], int] = {}
+    for alloc in _known_running(problem):
+        policy = problem.policy_for(alloc.subject, alloc.pool)
+        for k, h in _metered_holds(problem, alloc).items():
+            kept_pool[alloc.pool, k] = kept_pool.get((alloc.pool, k), 0) + h
+            if policy is not None:
+                kept_pol[policy.name, k] = kept_pol.get((policy.name, k), 0) + h
+                if not alloc.preemptible:
+                    np_pol[policy.name, k] = np_pol.get((policy.name, k), 0) + h
+
+    def freed(match: Callable[[_VictimClass], bool], k: str) -> list[tuple[int, int]]:
+        """(victim class, units of k each member frees) for the matching classes."""
+        return [(gi, vc.holds[k]) for gi, vc in enumerate(b.victims)
+                if match(vc) and vc.holds.get(k, 0) > 0]
+
+    def rule(used, const, victims, bound, name):
+        _cap_rule(model, b, used, const, [(b.v[g], h) for g, h in victims],
+                  const - sum(len(b.victims[g].members) * h for g, h in victims), bound, name)
+
+    for pool in sorted(problem.pools, key=lambda p: p.name):
+        for k in sorted(pool.capacity):
+            used = [(b.n[ci, pi], cls.demands[pi][k])
+                    for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
+                    if q.pool == pool.name and cls.demands[pi].get(k, 0) > 0]
+            rule(used, kept_pool.get((pool.name, k), 0),
+                 freed(lambda vc: vc.policy.pool == pool.name, k), pool.capacity[k],
+                 f"cap_{pool.name}_{k}")
+
+    for q in sorted(problem.policies, key=lambda q: q.name):
+        pool = problem._by_pool.get(q.pool)
+        if pool is None:
+            continue
+        for k in sorted(pool.capacity):
+            mine = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, p in enumerate(cls.policies)
+                    if p.name == q.name and cls.demands[pi].get(k, 0) > 0]
+            terms = freed(lambda vc: vc.policy.name == q.name, k)
+            const = kept_pol.get((q.name, k), 0)
+            rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
+                 q.limit.get(k, pool.capacity[k]), f"lim_{q.name}_{k}")
+            rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine
+                  if not b.classes[ci].preemptible], np_pol.get((q.name, k), 0), [], q.rsv(k),
+                 f"np_{q.name}_{k}")
+            rule([(b.z[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine if (ci, pi) in b.z],
+                 const, terms, q.rsv(k), f"z_{q.name}_{k}")
+
+
+def _tiers(problem: Problem, b: _Built) -> None:
+    model = b.model
+    N = b.rank_n
+    adm = {ci: sum(b.n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)}
+
+    def count(vals, keys):
+        return sum(vals[k] for k in keys)
+
+    zkeys = sorted(b.z)
+    b.tiers.append(_Tier("in-share |Z|", True, [(b.z[k], 1) for k in zkeys],
+                         lambda vals: count(vals["z"], zkeys),
+                         sum(len(b.classes[ci].members) for ci, _ in zkeys)))
+
+    prios = sorted({q.priority for cls in b.classes for q in cls.policies}, reverse=True)
+    vprios = sorted({vc.policy.priority for vc in b.victims}, reverse=True)
+    bounds = [None] + prios + [None]            # None = +inf at 0, -inf at m+1
+    for j in range(len(prios) + 1):
+        if j >= 1:
+            keys = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
+                    if q.priority == prios[j - 1]]
+            b.tiers.append(_Tier(f"admitted at priority {prios[j - 1]}", True,
+                                 [(b.n[k], 1) for k in keys],
+                                 lambda vals, keys=keys: count(vals["n"], keys),
+                                 sum(len(b.classes[ci].members) for ci, _ in keys)))
+        hi, lo = bounds[j], bounds[j + 1]
+        for v in vprios:
+            if (hi is None or v < hi) and (lo is None or v >= lo):
+                keys = [gi for gi, vc in enumerate(b.victims) if vc.policy.priority == v]
+                b.tiers.append(_Tier(f"preempted at priority {v}", False, [(b.v[g], 1) for g in keys],
+                                     lambda vals, keys=keys: count(vals["v"], keys), 0))
+
+    # Tiers 3 and 4 get their prefix-sum variables only when reached: earlier solves
+    # would presolve thousands of constraints that cannot matter to them.
+    fifo_w = {ci: [N - r.rank for r in cls.members] for ci, cls in enumerate(b.classes)}
+    fifo = _Tier("FIFO", True, [], lambda vals: sum(_prefix(fifo_w[ci])[vals["t"][ci]] for ci in fifo_w),
+                 sum(sum(w) for w in fifo_w.values()))
+
+    def fifo_setup() -> None:
+        for ci in range(len(b.classes)):
+            b.fifo[ci] = _concave(model, adm[ci], fifo_w[ci], f"fifo_{ci}")
+        fifo.terms = [(b.fifo[ci], 1) for ci in sorted(b.fifo)]
+        b.all_vars.extend(f for f, _ in fifo.terms)
+
+    fifo.setup = fifo_setup
+    b.tiers.append(fifo)
+
+    late_w = {gi: [a.start_rank for a in vc.members] for gi, vc in enumerate(b.victims)}
+    late = _Tier("start rank", True, [], lambda vals: sum(_prefix(late_w[g])[vals["v"][g]] for g in late_w),
+                 sum(sum(w) for w in late_w.values()))
+
+    def late_setup() -> None:
+        for gi in range(len(b.victims)):
+            b.late[gi] = _concave(model, b.v[gi], late_w[gi], f"late_{gi}")
+        late.terms = [(b.late[gi], 1) for gi in sorted(b.late)]
+        b.all_vars.extend(f for f, _ in late.terms)
+
+    late.setup = late_setup
+    b.tiers.append(late)
+
+    pref = [(b.n[ci, pi], len(cls.policies) - pi) for ci, cls in enumerate(b.classes)
+            for pi in range(len(cls.policies))]
+    b.tiers.append(_Tier("pool preference", True, pref,
+                         lambda vals: sum(vals["n"][ci, pi] * (len(b.classes[ci].policies) - pi)
+                                          for ci, pi in b.n),
+                         sum(len(b.classes[ci].members) * (len(b.classes[ci].policies) - pi)
+                             for ci, pi in b.n)))
+
+
+# ---------------------------------------------------------------- solving
+
+def _decisions(b: _Built, value: Callable[[cp_model.IntVar], int]) -> dict:
+    vals = {"n": {k: value(x) for k, x in b.n.items()},
+            "z": {k: value(x) for k, x in b.z.items()},
+            "v": {k: value(x) for k, x in b.v.items()}}
+    vals["t"] = {ci: sum(vals["n"][ci, pi] for pi in range(len(cls.policies)))
+                 for ci, cls in enumerate(b.classes)}
+    return vals
+
+
+def _hint(b: _Built, assignment: dict[int, int]) -> None:
+    b.model.clear_hints()
+    for var in b.all_vars:
+        b.model.add_hint(var, assignment[var.index])
+
+
+def _exact_assignment(b: _Built, value: Callable[[cp_model.IntVar], int]) -> dict[int, int]:
+    """Values of every variable so far, with the prefix-sum variables at their exact
+    value, so the assignment satisfies every later tier constraint as a hint."""
+    out = {var.index: value(var) for var in b.all_vars}
+    vals = _decisions(b, value)
+    for ci, f in b.fifo.items():
+        out[f.index] = _prefix([b.rank_n - r.rank for r in b.classes[ci].members])[vals["t"][ci]]
+    for gi, f in b.late.items():
+        out[f.index] = _prefix([a.start_rank for a in b.victims[gi].members])[vals["v"][gi]]
+    return out
+
+
+def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
+          progress: Progress | None = None) -> Solution:
+    """Plan `problem` with the §5 lexicographic objective; see the module docstring."""
+    b = _build(problem)
+    assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
+    vals = _decisions(b, lambda var: assignment[var.index])
+    objective: list[int] = []
+    gap = 0.0
+    proven = True
+    spent = 0.0
+    for i, tier in enumerate(b.tiers, 1):
+        if tier.setup is not None:
+            tier.setup()
+            known = assignment
+            assignment = _exact_assignment(b, lambda var: known.get(var.index, 0))
+        expr = _linear(tier.terms)
+        bound = tier.trivial_bound
+        left = max_deterministic_time - spent
+        if tier.terms and left > 0:
+            b.model.clear_objective()
+            (b.model.maximize if tier.maximize else b.model.minimize)(expr)
+            _hint(b, assignment)
+            solver = cp_model.CpSolver()
+            solver.parameters.num_workers = 1
+            solver.parameters.random_seed = RANDOM_SEED
+            solver.parameters.linearization_level = 2
+            solver.parameters.max_deterministic_time = left
+            status = solver.solve(b.model)
+            spent += solver.deterministic_time
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                assignment = _exact_assignment(b, solver.value)
+                vals = _decisions(b, lambda var: assignment[var.index])
+                found = round(solver.best_objective_bound)      # integral: integer objective
+                bound = found if status == cp_model.OPTIMAL else (
+                    min(bound, found) if tier.maximize else max(bound, found))
+            elif status != cp_model.UNKNOWN:
+                raise RuntimeError(f"CP-SAT returned {solver.status_name(status)} on tier '{tier.name}'")
+        value = tier.value(vals)
+        if not tier.terms:
+            bound = value
+        if bound != value:
+            proven = False
+            gap = max(gap, abs(bound - value) / max(1, abs(value)))
+        objective.append(value)
+        if tier.terms:
+            b.model.add(expr >= value if tier.maximize else expr <= value)
+        if progress:
+            progress(f"tier {i}/{len(b.tiers)} {tier.name}: {value}"
+                     + ("" if bound == value else f" (bound {bound})")
+                     + f" [deterministic time {spent:.2f}/{max_deterministic_time:g}]")
+    return _hand_out(problem, b, vals, objective, "OPTIMAL" if proven else "FEASIBLE", gap)
+
+
+# ---------------------------------------------------------------- hand-out
+
+def _hand_out(problem: Problem, b: _Built, vals: dict, objective: list[int], status: str,
+              gap: float) -> Solution:
+    admitted: dict[str, PolicyRule] = {}
+    in_share: set[str] = set()
+    for ci, cls in enumerate(b.classes):
+        queue = iter(cls.members)                       # lowest arrival rank first
+        for pi, q in enumerate(cls.policies):           # higher-priority policy first
+            for j in range(vals["n"][ci, pi]):
+                req = next(queue)
+                admitted[req.id] = q
+                if j < vals["z"].get((ci, pi), 0):
+                    in_share.add(req.id)
+    demand = {r.id: r.demand for r in problem.requests}
+    borrowed = borrowed_parts(problem)
+    preempted: dict[str, list[str]] = {}
+    for gi, vc in enumerate(b.victims):
+        for alloc in vc.members[:vals["v"][gi]]:         # most recently started first
+            preempted[alloc.name] = _made_room_for(alloc, vc.policy, borrowed[alloc.name], vc.holds,
+                                                   admitted, in_share, demand)
+    return Solution(strategy="optimal",
+                    admitted={rid: admitted[rid].name for rid in sorted(admitted)},
+                    preempted={name: preempted[name] for name in sorted(preempted)},
+                    status=status, objective=objective, gap=gap)
+
+
+def _made_room_for(alloc: Running, policy: PolicyRule, borrowed: dict[str, int], holds: dict[str, int],
+                   admitted: dict[str, PolicyRule], in_share: set[str], demand: dict) -> list[str]:
+    """The admitted requests in the victim's pool that displaced it: those above its
+    priority or in Z using a key it borrowed on; else such requests using any key it
+    holds; else any request in the pool using a key it holds."""
+    here = sorted(rid for rid, q in admitted.items() if q.pool == alloc.pool)
+    displacing = [rid for rid in here if admitted[rid].priority > policy.priority or rid in in_share]
+
+    def using(ids: list[str], keys: dict[str, int]) -> list[str]:
+        return [rid for rid in ids if any(demand[rid].get(k, 0) > 0 and v > 0 for k, v in keys.items())]
+
+    return using(displacing, borrowed) or using(displacing, holds) or using(here, holds)

@@ -1,0 +1,215 @@
+"""An independent, exhaustive reference for SEMANTICS.md §5 on tiny problems.
+
+It shares only the data types with the planner: eligibility, borrowed parts,
+the hard rules H1-H5, the in-share set and the objective vector are written
+again here from the spec text, so a misreading in `compiler.planner.optimal`
+shows up as a disagreement instead of being copied. Everything is enumerated:
+each request queued or placed through one eligible policy, every subset of
+preemption candidates, and (per policy) every in-share subset.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from itertools import combinations
+
+from compiler.planner.problem import PolicyRule, Problem, Request, Running
+
+UNBOUNDED_IF_ABSENT = ("mcpu", "memory_mb", "step_run")
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+# ------------------------------------------------------------ static rules
+
+def _policy(problem: Problem, subject: str, pool: str) -> PolicyRule | None:
+    found = [q for q in problem.policies if q.subject == subject and q.pool == pool]
+    return found[0] if found else None
+
+
+def _capacity(problem: Problem, pool: str) -> dict[str, int]:
+    return dict(next(p for p in problem.pools if p.name == pool).capacity)
+
+
+def checked(problem: Problem, pool: str, demand) -> dict[str, int]:
+    """Demand keys a pool looks at: metered ones, and custom keys it lacks (capacity 0)."""
+    cap = _capacity(problem, pool)
+    return {k: v for k, v in demand.items() if v > 0 and (k in cap or k not in UNBOUNDED_IF_ABSENT)}
+
+
+def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
+    """§2 eligibility, ordered by priority (desc) then pool name."""
+    out = []
+    for q in problem.policies:
+        if q.subject != req.requester:
+            continue
+        cap = _capacity(problem, q.pool)
+        ok = True
+        for k, d in checked(problem, q.pool, req.demand).items():
+            c = cap.get(k, 0)
+            if d > c or d > q.limit.get(k, c) or (not req.preemptible and d > q.reserved.get(k, 0)):
+                ok = False
+        if ok:
+            out.append(q)
+    return sorted(out, key=lambda q: (-q.priority, q.pool))
+
+
+def borrowed(problem: Problem) -> dict[str, dict[str, int]]:
+    """§3: per policy and key, walk its allocations consuming the reserved share."""
+    out: dict[str, dict[str, int]] = {a.name: {} for a in problem.running}
+    for q in problem.policies:
+        mine = [a for a in problem.running if a.subject == q.subject and a.pool == q.pool]
+        mine.sort(key=lambda a: (a.preemptible, a.started_at or EARLIEST, a.name))
+        for k in _capacity(problem, q.pool):
+            left = q.reserved.get(k, 0)
+            for a in mine:
+                h = a.holds.get(k, 0)
+                if h > left:
+                    out[a.name][k] = h - left
+                left = max(0, left - h)
+    return out
+
+
+def candidates(problem: Problem) -> list[str]:
+    """H5: the preemptible, borrowing allocations whose subject has a policy on the pool."""
+    pools = {p.name for p in problem.pools}
+    b = borrowed(problem)
+    return sorted(a.name for a in problem.running
+                  if a.pool in pools and a.preemptible and _policy(problem, a.subject, a.pool)
+                  and any(v > 0 for v in b[a.name].values()))
+
+
+# ------------------------------------------------------------ hard rules
+
+def _kept(problem: Problem, preempted: set[str]) -> list[Running]:
+    pools = {p.name for p in problem.pools}
+    return [a for a in problem.running if a.pool in pools and a.name not in preempted]
+
+
+def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
+    """Broken hard rules of a plan (admitted: request id -> policy name)."""
+    out = []
+    reqs = {r.id: r for r in problem.requests}
+    pols = {q.name: q for q in problem.policies}
+    for rid, qname in admitted.items():
+        if qname not in [q.name for q in eligible(problem, reqs[rid])]:
+            out.append(f"H4: {rid} not eligible through {qname}")
+    for name in sorted(preempted):
+        if name not in candidates(problem):
+            out.append(f"H5: {name} may not be preempted")
+    kept = _kept(problem, preempted)
+
+    def over(bound, kept_units, used, what):
+        if used > 0 and kept_units + used > bound:
+            out.append(f"{what}: kept {kept_units} + admitted {used} > {bound}")
+
+    for pool in problem.pools:
+        for k, cap in pool.capacity.items():
+            used = sum(reqs[rid].demand.get(k, 0) for rid, qn in admitted.items() if pols[qn].pool == pool.name)
+            held = sum(a.holds.get(k, 0) for a in kept if a.pool == pool.name)
+            over(cap, held, used, f"H1 {pool.name}/{k}")
+    for q in problem.policies:
+        for k, cap in _capacity(problem, q.pool).items():
+            mine = [reqs[rid] for rid, qn in admitted.items() if qn == q.name]
+            held = [a for a in kept if a.subject == q.subject and a.pool == q.pool]
+            over(q.limit.get(k, cap), sum(a.holds.get(k, 0) for a in held),
+                 sum(r.demand.get(k, 0) for r in mine), f"H2 {q.name}/{k}")
+            over(q.reserved.get(k, 0), sum(a.holds.get(k, 0) for a in held if not a.preemptible),
+                 sum(r.demand.get(k, 0) for r in mine if not r.preemptible), f"H3 {q.name}/{k}")
+    return out
+
+
+def max_in_share(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> int:
+    """Largest Z: per policy, the most admitted requests fitting max(0, rsv - kept)."""
+    reqs = {r.id: r for r in problem.requests}
+    kept = _kept(problem, preempted)
+    total = 0
+    for q in problem.policies:
+        cap = _capacity(problem, q.pool)
+        free = {k: max(0, q.reserved.get(k, 0) - sum(a.holds.get(k, 0) for a in kept
+                                                     if a.subject == q.subject and a.pool == q.pool))
+                for k in cap}
+        mine = [checked(problem, q.pool, reqs[rid].demand) for rid, qn in sorted(admitted.items()) if qn == q.name]
+        for size in range(len(mine), -1, -1):
+            if any(all(sum(d.get(k, 0) for d in group) <= free[k] for k in cap)
+                   for group in combinations(mine, size)):
+                total += size
+                break
+    return total
+
+
+# ------------------------------------------------------------ objective
+
+def layout(problem: Problem) -> list[tuple[str, bool]]:
+    """(tier name, maximize?) in §5 order."""
+    prios = sorted({q.priority for r in problem.requests for q in eligible(problem, r)}, reverse=True)
+    run = {a.name: a for a in problem.running}
+    vprios = sorted({_policy(problem, run[n].subject, run[n].pool).priority for n in candidates(problem)},
+                    reverse=True)
+    tiers = [("Z", True)]
+    edges = [float("inf")] + prios + [float("-inf")]
+    for j in range(len(prios) + 1):
+        if j >= 1:
+            tiers.append((f"admit@{prios[j - 1]}", True))
+        tiers += [(f"preempt@{v}", False) for v in vprios if edges[j + 1] <= v < edges[j]]
+    return tiers + [("fifo", True), ("start", True), ("pref", True)]
+
+
+def vector(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[int]:
+    reqs = {r.id: r for r in problem.requests}
+    pols = {q.name: q for q in problem.policies}
+    run = {a.name: a for a in problem.running}
+    n = max([len(problem.requests)] + [r.rank + 1 for r in problem.requests])
+    values = []
+    for name, _ in layout(problem):
+        if name == "Z":
+            values.append(max_in_share(problem, admitted, preempted))
+        elif name.startswith("admit@"):
+            values.append(sum(1 for qn in admitted.values() if pols[qn].priority == int(name[6:])))
+        elif name.startswith("preempt@"):
+            values.append(sum(1 for a in preempted
+                              if _policy(problem, run[a].subject, run[a].pool).priority == int(name[8:])))
+        elif name == "fifo":
+            values.append(sum(n - reqs[rid].rank for rid in admitted))
+        elif name == "start":
+            values.append(sum(run[a].start_rank for a in preempted))
+        else:
+            total = 0
+            for rid, qn in admitted.items():
+                order = [q.name for q in eligible(problem, reqs[rid])]
+                total += len(order) - order.index(qn)
+            values.append(total)
+    return values
+
+
+def _key(problem: Problem, vec: list[int]) -> tuple[int, ...]:
+    return tuple(v if up else -v for v, (_, up) in zip(vec, layout(problem)))
+
+
+def optimum(problem: Problem) -> list[int]:
+    """The lexicographically best objective vector over every valid plan."""
+    reqs = sorted(problem.requests, key=lambda r: r.rank)
+    choices = [[None] + [q.name for q in eligible(problem, r)] for r in reqs]
+    cands = candidates(problem)
+    best: list[int] | None = None
+    best_key = None
+    for size in range(len(cands) + 1):
+        for victims in combinations(cands, size):
+            preempted = set(victims)
+            stack: list[tuple[int, dict[str, str]]] = [(0, {})]
+            while stack:
+                i, admitted = stack.pop()
+                if violations(problem, admitted, preempted):
+                    continue          # every rule is monotone in the admissions: prune
+                if i == len(reqs):
+                    vec = vector(problem, admitted, preempted)
+                    key = _key(problem, vec)
+                    if best_key is None or key > best_key:
+                        best, best_key = vec, key
+                    continue
+                for choice in choices[i]:
+                    nxt = dict(admitted)
+                    if choice is not None:
+                        nxt[reqs[i].id] = choice
+                    stack.append((i + 1, nxt))
+    assert best is not None
+    return best

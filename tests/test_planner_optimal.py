@@ -1,0 +1,372 @@
+"""The `optimal` strategy (SEMANTICS.md §5): against an exhaustive brute force on
+random tiny platforms, and on hand-made scenarios with exact expected plans."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from compiler.planner.optimal import solve
+from compiler.planner.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bruteforce  # noqa: E402
+
+T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def at(minutes: int | None) -> datetime | None:
+    return None if minutes is None else T0 + timedelta(minutes=minutes)
+
+
+def policy(name, subject, pool, priority, reserved=None, limit=None, capacity=None) -> PolicyRule:
+    """A policy whose limit map holds every metered key (default: the capacity)."""
+    full = dict(capacity or {})
+    full.update(limit or {})
+    return PolicyRule(name, subject, pool, priority, dict(reserved or {}), full)
+
+
+def problem(pools, policies, requests, running=()) -> Problem:
+    return Problem(tuple(pools), tuple(policies), tuple(requests), tuple(start_ranks(list(running))))
+
+
+def req(rid, requester, rank, preemptible=True, **demand) -> Request:
+    demand.setdefault("step_run", 1)
+    return Request(rid, requester, demand, preemptible, rank)
+
+
+def run(name, subject, pool, started=0, preemptible=True, **holds) -> Running:
+    return Running(name, subject, pool, preemptible, holds, at(started))
+
+
+# ------------------------------------------------------------ random tiny platforms
+
+def random_problem(seed: int) -> Problem:
+    """2 pools at most, up to 3 subjects, <= 5 requests from <= 3 shapes (so identical
+    requests aggregate), <= 3 running allocations that often borrow or overflow."""
+    rng = random.Random(seed)
+    pools = []
+    for name in ("p1", "p2")[: rng.choice([1, 2, 2])]:
+        cap = {"gpu": rng.randint(1, 4)}
+        if rng.random() < 0.5:
+            cap["mcpu"] = rng.randint(2, 6)
+        if rng.random() < 0.3:
+            cap["step_run"] = rng.randint(1, 3)
+        if rng.random() < 0.2:
+            cap["tpu"] = rng.randint(1, 2)
+        pools.append(Pool(name, cap))
+    subjects = ["a", "b", "c"][: rng.randint(1, 3)]
+    policies = []
+    for pool in pools:
+        left = dict(pool.capacity)
+        for s in subjects:
+            if rng.random() < 0.75 or not policies:
+                rsv, lim = {}, {}
+                for k, c in pool.capacity.items():
+                    r = rng.randint(0, left[k]) if rng.random() < 0.6 else 0
+                    if r:
+                        rsv[k] = r
+                        left[k] -= r
+                    lim[k] = rng.randint(max(r, 1), c) if rng.random() < 0.3 else c
+                policies.append(PolicyRule(f"{s}-{pool.name}", s, pool.name, rng.choice([0, 5, 10]), rsv, lim))
+    requesters = subjects + (["nobody"] if rng.random() < 0.1 else [])
+    shapes = []
+    for _ in range(rng.randint(1, 3)):
+        d = {"step_run": 1}
+        for k, hi, chance in (("gpu", 2, 0.7), ("mcpu", 3, 0.4), ("tpu", 1, 0.1), ("memory_mb", 5, 0.3)):
+            if rng.random() < chance:
+                d[k] = rng.randint(1, hi)
+        shapes.append((rng.choice(requesters), d, rng.random() < 0.8))
+    requests = []
+    ranks = list(range(rng.randint(1, 5)))
+    rng.shuffle(ranks)
+    for i, rank in enumerate(ranks):
+        who, d, pre = rng.choice(shapes)          # shapes repeat: identical requests aggregate
+        requests.append(Request(f"pipe/s{i}", who, dict(d), pre, rank))
+    running = []
+    contended = rng.random() < 0.5       # the pool is full of small, preemptible borrowers
+    for i in range(rng.randint(1 if contended else 0, 3)):
+        pool = rng.choice(pools)
+        holds = {k: rng.randint(1, max(1, c // 2) if contended else c) for k, c in pool.capacity.items()}
+        started = rng.choice([None, 1, 2, 3, 5, 8])
+        here = sorted((q.priority, q.subject) for q in policies if q.pool == pool.name)
+        owner = here[0][1] if contended and here and rng.random() < 0.7 else rng.choice(subjects + ["ghost"])
+        running.append(Running(f"run-{i}", owner, pool.name,
+                               contended or rng.random() < 0.8, holds, at(started)))
+    return Problem(tuple(pools), tuple(policies), tuple(requests), tuple(start_ranks(running)))
+
+
+def random_contention_problem(seed: int) -> Problem:
+    """One or two full pools of small borrowers: every instance is about who gets preempted."""
+    rng = random.Random(seed)
+    pools = [Pool(n, {"gpu": rng.randint(2, 4), "mcpu": rng.randint(2, 4)}) for n in ("p1", "p2")[: rng.randint(1, 2)]]
+    prio = {s: p for s, p in zip("abc", rng.sample([0, 3, 7, 10], 3))}
+    policies = []
+    for pool in pools:
+        left = dict(pool.capacity)
+        for s in "abc":
+            rsv = {}
+            for k in pool.capacity:
+                r = rng.randint(0, min(1, left[k]))
+                if r:
+                    rsv[k] = r
+                    left[k] -= r
+            policies.append(policy(f"{s}-{pool.name}", s, pool.name, prio[s], rsv, capacity=pool.capacity))
+    running = []
+    for pool in pools:
+        for i in range(rng.randint(1, 2)):
+            if len(running) < 3:
+                running.append(Running(f"{pool.name}-run-{i}", rng.choice("abc"), pool.name,
+                                       rng.random() < 0.85, {"gpu": rng.randint(1, 2), "mcpu": rng.randint(0, 2)},
+                                       at(rng.choice([None, 1, 4, 6]))))
+    shapes = [(rng.choice("abc"), {"gpu": rng.randint(1, 2), "mcpu": rng.randint(0, 1), "step_run": 1},
+               rng.random() < 0.8) for _ in range(rng.randint(1, 3))]
+    ranks = list(range(rng.randint(1, 5)))
+    rng.shuffle(ranks)
+    requests = []
+    for i, rank in enumerate(ranks):
+        who, d, pre = rng.choice(shapes)
+        requests.append(Request(f"pipe/s{i}", who, dict(d), pre, rank))
+    return Problem(tuple(pools), tuple(policies), tuple(requests), tuple(start_ranks(running)))
+
+
+def check_against_bruteforce(p: Problem) -> None:
+    sol = solve(p)
+    assert sol.status == "OPTIMAL" and sol.gap == 0.0
+    preempted = set(sol.preempted)
+    assert bruteforce.violations(p, sol.admitted, preempted) == []
+    assert bruteforce.vector(p, sol.admitted, preempted) == sol.objective
+    assert sol.objective == bruteforce.optimum(p)
+    pools = {q.name: q.pool for q in p.policies}
+    victims = {a.name: a.pool for a in p.running}
+    for name, made_room_for in sol.preempted.items():
+        assert made_room_for == sorted(made_room_for)
+        assert all(pools[sol.admitted[rid]] == victims[name] for rid in made_room_for)
+
+
+@pytest.mark.parametrize("block", range(8))
+def test_matches_bruteforce_on_random_platforms(block: int) -> None:
+    for seed in range(block * 40, block * 40 + 40):
+        try:
+            check_against_bruteforce(random_problem(seed))
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from exc
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_matches_bruteforce_under_contention(block: int) -> None:
+    for seed in range(block * 40, block * 40 + 40):
+        try:
+            check_against_bruteforce(random_contention_problem(seed))
+        except AssertionError as exc:
+            raise AssertionError(f"contention seed {seed}: {exc}") from exc
+
+
+def test_bruteforce_finds_what_it_should() -> None:
+    """The reference itself: a known optimum (one in-share admission, one reclaim)."""
+    p = scenario_reclaim()
+    assert bruteforce.candidates(p) == ["big"]
+    assert bruteforce.optimum(p) == [1, 1, 1, 1, 0, 1]
+    assert bruteforce.violations(p, {"t/low": "low-dc"}, set()) == ["H1 dc/gpu: kept 4 + admitted 2 > 4"]
+
+
+# ------------------------------------------------------------ hand-made scenarios
+
+def test_borrowing_beyond_the_reserved_share() -> None:
+    cap = {"gpu": 8}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 10, {"gpu": 2}, capacity=cap)],
+                [req(f"t/s{i}", "a", i, gpu=2) for i in range(5)])
+    sol = solve(p)
+    assert sol.admitted == {f"t/s{i}": "a-dc" for i in range(4)}
+    assert sol.preempted == {}
+    # |Z| = 1 (2 GPUs reserved), 4 admitted at 10, FIFO 5+4+3+2, preference 4 x 1
+    assert sol.objective == [1, 4, 14, 0, 4]
+    assert sol.status == "OPTIMAL"
+
+
+def scenario_reclaim() -> Problem:
+    cap = {"gpu": 4}
+    return problem([Pool("dc", cap)],
+                   [policy("high-dc", "high", "dc", 10, {"gpu": 2}, capacity=cap),
+                    policy("low-dc", "low", "dc", 1, {"gpu": 2}, capacity=cap)],
+                   [req("t/low", "low", 0, gpu=2)],
+                   [run("big", "high", "dc", started=5, gpu=4)])
+
+
+def test_reclaim_by_an_in_share_request_of_lower_priority() -> None:
+    sol = solve(scenario_reclaim())
+    assert sol.admitted == {"t/low": "low-dc"}
+    assert sol.preempted == {"big": ["t/low"]}
+    # [|Z|, preempted@10 (j=0: v >= p1=1), admitted@1, FIFO, start rank, preference]
+    assert sol.objective == [1, 1, 1, 1, 0, 1]
+
+
+def test_no_reclaim_outside_the_share_at_lower_priority() -> None:
+    cap = {"gpu": 4}
+    p = problem([Pool("dc", cap)],
+                [policy("high-dc", "high", "dc", 10, {"gpu": 2}, capacity=cap),
+                 policy("low-dc", "low", "dc", 1, {}, capacity=cap)],
+                [req("t/low", "low", 0, gpu=2)],
+                [run("big", "high", "dc", started=5, gpu=4)])
+    sol = solve(p)
+    assert sol.admitted == {} and sol.preempted == {}
+    assert sol.objective == [0, 0, 0, 0, 0, 0]
+
+
+def test_higher_priority_preempts_the_most_recent_identical_borrower() -> None:
+    cap = {"gpu": 4}
+    p = problem([Pool("dc", cap)],
+                [policy("high-dc", "high", "dc", 10, {}, capacity=cap),
+                 policy("low-dc", "low", "dc", 1, {}, capacity=cap)],
+                [req("t/urgent", "high", 0, gpu=1)],
+                [run(f"job-{i}", "low", "dc", started=s, gpu=1) for i, s in enumerate([3, 9, 1, 7])])
+    sol = solve(p)
+    assert sol.admitted == {"t/urgent": "high-dc"}
+    assert sol.preempted == {"job-1": ["t/urgent"]}          # started last
+    # [|Z|, admitted@10, preempted@1, FIFO, start rank of job-1 = 3, preference]
+    assert sol.objective == [0, 1, 1, 1, 3, 1]
+
+
+def test_non_preemptible_requests_stay_inside_the_share() -> None:
+    cap = {"gpu": 8}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 0, {"gpu": 3}, capacity=cap)],
+                [req("t/np2", "a", 0, preemptible=False, gpu=2),
+                 req("t/np1", "a", 1, preemptible=False, gpu=1),
+                 req("t/np1b", "a", 2, preemptible=False, gpu=1)],
+                [run("old", "a", "dc", preemptible=False, gpu=1)])
+    sol = solve(p)
+    # 2 GPUs of the share are free: np2 alone, or np1 + np1b; |Z| prefers two requests
+    assert sol.admitted == {"t/np1": "a-dc", "t/np1b": "a-dc"}
+    assert sol.objective == [2, 2, 2 + 1, 0, 2]
+
+
+def test_multiple_pools_per_component() -> None:
+    caps = {"one": {"gpu": 2}, "two": {"gpu": 4}}
+    pools = [Pool(n, c) for n, c in caps.items()]
+    pols = [policy("a-one", "a", "one", 10, capacity=caps["one"]),
+            policy("a-two", "a", "two", 5, capacity=caps["two"])]
+    sol = solve(problem(pools, pols, [req(f"t/s{i}", "a", i, gpu=2) for i in range(3)]))
+    # one fits in the priority-10 pool, two in the other; the earliest gets the preferred pool
+    assert sol.admitted == {"t/s0": "a-one", "t/s1": "a-two", "t/s2": "a-two"}
+    assert sol.objective == [0, 1, 2, 3 + 2 + 1, 0, 2 + 1 + 1]
+    # with room everywhere, pool preference picks the higher-priority policy
+    sol = solve(problem(pools, pols, [req("t/x", "a", 0, gpu=1)]))
+    assert sol.admitted == {"t/x": "a-one"}
+
+
+def test_same_priority_pools_prefer_the_pool_name() -> None:
+    caps = {"b-pool": {"gpu": 2}, "a-pool": {"gpu": 2}}
+    pools = [Pool(n, c) for n, c in caps.items()]
+    pols = [policy(f"x-{n}", "x", n, 5, capacity=c) for n, c in caps.items()]
+    sol = solve(problem(pools, pols, [req("t/x", "x", 0, gpu=1)]))
+    assert sol.admitted == {"t/x": "x-a-pool"}
+
+
+def test_unmetered_builtin_keys_are_ignored_and_missing_custom_keys_reject() -> None:
+    cap = {"gpu": 2}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 0, capacity=cap)],
+                [req("t/cpu-heavy", "a", 0, gpu=1, mcpu=10**9, memory_mb=10**9),
+                 req("t/needs-tpu", "a", 1, gpu=1, tpu=1),
+                 req("t/unmanaged", "nobody", 2, gpu=1)])
+    sol = solve(p)
+    assert sol.admitted == {"t/cpu-heavy": "a-dc"}
+    assert sol.objective == [0, 1, 3, 0, 1]
+
+
+def test_custom_keys_are_metered_like_any_other() -> None:
+    cap = {"gpu": 8, "tensorrt_sessions": 2}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 0, capacity=cap)],
+                [req(f"t/s{i}", "a", r, tensorrt_sessions=1) for i, r in enumerate([2, 0, 1])])
+    sol = solve(p)
+    assert sol.admitted == {"t/s1": "a-dc", "t/s2": "a-dc"}   # ranks 0 and 1
+
+
+def test_over_capacity_pool_admits_nothing_that_needs_the_key() -> None:
+    cap = {"gpu": 2, "mcpu": 10}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 0, capacity=cap)],
+                [req("t/gpu", "a", 0, gpu=1, mcpu=1), req("t/cpu", "a", 1, mcpu=1)],
+                [run("legacy", "a", "dc", preemptible=False, gpu=3)])
+    sol = solve(p)
+    assert sol.admitted == {"t/cpu": "a-dc"}
+    assert sol.preempted == {}
+
+
+def test_over_capacity_pool_admits_again_once_a_preemption_brings_it_under() -> None:
+    cap = {"gpu": 2}
+    p = problem([Pool("dc", cap)],
+                [policy("a-dc", "a", "dc", 0, {"gpu": 1}, capacity=cap),
+                 policy("b-dc", "b", "dc", 9, {"gpu": 1}, capacity=cap)],
+                [req("t/b", "b", 0, gpu=1)],
+                [run("a-np", "a", "dc", started=1, preemptible=False, gpu=1),
+                 run("a-extra", "a", "dc", started=2, gpu=2)])
+    sol = solve(p)
+    # kept 3 > 2 until a-extra (borrowing 2) goes; then b's request sits in b's share
+    assert sol.admitted == {"t/b": "b-dc"}
+    assert sol.preempted == {"a-extra": ["t/b"]}
+    assert sol.objective == [1, 1, 1, 1, 1, 1]
+
+
+def test_identical_requests_are_handed_out_first_come_first_served() -> None:
+    cap = {"gpu": 3}
+    ranks = [4, 1, 3, 0, 2]
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 0, capacity=cap)],
+                [req(f"t/s{r}", "a", r, gpu=1) for r in ranks])
+    sol = solve(p)
+    assert sol.admitted == {"t/s0": "a-dc", "t/s1": "a-dc", "t/s2": "a-dc"}
+    assert sol.objective == [0, 3, 5 + 4 + 3, 0, 3]
+
+
+def test_a_deterministic_time_limit_reports_feasible_with_its_gap() -> None:
+    cap = {"gpu": 3}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 0, {"gpu": 1}, capacity=cap)],
+                [req(f"t/s{r}", "a", r, gpu=1) for r in range(4)])
+    sol = solve(p, max_deterministic_time=0.0)
+    assert sol.status == "FEASIBLE" and sol.gap > 0
+    assert sol.admitted == {} and bruteforce.violations(p, sol.admitted, set()) == []
+    assert solve(p).status == "OPTIMAL"
+
+
+def test_progress_reports_every_tier() -> None:
+    lines: list[str] = []
+    sol = solve(scenario_reclaim(), progress=lines.append)
+    assert len(lines) == len(sol.objective)
+    assert lines[0].startswith("tier 1/6 in-share")
+
+
+# ------------------------------------------------------------ determinism
+
+def medium_problem(seed: int = 7) -> Problem:
+    rng = random.Random(seed)
+    pools = [Pool(f"pool-{i}", {"gpu": rng.randint(4, 16), "mcpu": rng.randint(40, 160)}) for i in range(3)]
+    pols = [policy(f"{s}-{pl.name}", s, pl.name, rng.choice([1, 5, 10]),
+                   {"gpu": rng.randint(0, 2)}, capacity=pl.capacity)
+            for s in ("a", "b", "c", "d") for pl in pools if rng.random() < 0.7]
+    reqs = [req(f"pipe{i % 7}/step{i}", rng.choice("abcd"), i, rng.random() < 0.8,
+                gpu=rng.choice([0, 1, 2]), mcpu=rng.choice([4, 8])) for i in range(200)]
+    running = [run(f"r{i}", rng.choice("abcd"), rng.choice(pools).name, started=rng.randint(0, 30),
+                   preemptible=rng.random() < 0.8, gpu=rng.randint(0, 2), mcpu=4) for i in range(12)]
+    return problem(pools, pols, reqs, running)
+
+
+def test_same_input_same_solution() -> None:
+    assert repr(solve(medium_problem())) == repr(solve(medium_problem()))
+
+
+def test_same_solution_under_different_hash_seeds() -> None:
+    code = ("import sys; sys.path.insert(0, 'tests'); import test_planner_optimal as t; "
+            "from compiler.planner.optimal import solve; print(repr(solve(t.medium_problem())))")
+    outs = []
+    for seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
+                              text=True, check=True)
+        outs.append(done.stdout)
+    assert outs[0] == outs[1]
+    assert "'OPTIMAL'" in outs[0]
