@@ -12,8 +12,8 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
+                      model_validator)
 
 from .units import QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
 
@@ -42,7 +42,13 @@ def _integral_float(value: Any) -> Any:
 
 Count = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(_integral_float)]
 PositiveCount = Annotated[int, Field(ge=1, le=MAX_INT), BeforeValidator(_integral_float)]
-Timestamp = Annotated[str, StringConstraints(pattern=RFC3339), WithJsonSchema(
+def _real_date(value: str) -> str:
+    """The pattern checks the shape; this rejects dates no calendar has (02-30)."""
+    parse_timestamp(value)
+    return value
+
+
+Timestamp = Annotated[str, StringConstraints(pattern=RFC3339), AfterValidator(_real_date), WithJsonSchema(
     {"type": "string", "format": "date-time", "pattern": RFC3339})]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
@@ -218,12 +224,6 @@ class Step(Spec):
     settings: Settings | None = None
     submitted_at: Timestamp | None = None
 
-    @field_validator("submitted_at")
-    @classmethod
-    def _real_date(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_timestamp(value)
-        return value
 
 
 class PipelineSpec(Spec):
@@ -241,12 +241,6 @@ class AllocationSpec(Spec):
     holds: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], Count]
     started_at: Timestamp | None = None
 
-    @field_validator("started_at")
-    @classmethod
-    def _real_date(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_timestamp(value)
-        return value
 
 
 # --- Envelopes -------------------------------------------------------------------

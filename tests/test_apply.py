@@ -16,10 +16,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from compiler.apply import apply_paths, default_state_path
-from compiler.cli import main
+from support import cli
 from compiler.state import allocation_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,19 +30,7 @@ PROD_TRAINING = "examples/pipelines/prod-training.yaml"
 
 # --- helpers ------------------------------------------------------------------------------
 
-@pytest.fixture
-def platform(tmp_path, monkeypatch) -> Path:
-    """A copy of examples/ in tmp_path, which is also the working directory."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
-
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args))
-    assert "Traceback" not in result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def apply(*extra: str):

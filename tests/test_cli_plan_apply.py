@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from compiler.cli import main
+from support import cli
 
 REPO = Path(__file__).resolve().parent.parent
 PROD_TRAINING = "examples/pipelines/prod-training.yaml"
@@ -27,18 +25,7 @@ ADMITTED = ["llm-finetune/distill", "llm-finetune/finetune", "llm-finetune/packa
             "prod-training/register_model", "prod-training/train_model", "research-sweep/summarize"]
 
 
-@pytest.fixture
-def platform(tmp_path, monkeypatch) -> Path:
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
-
-def cli(*args: str):
-    result = CliRunner().invoke(main, list(args))
-    assert "Traceback" not in result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def poolc(*args: str, cwd: Path, seed: str = "0") -> subprocess.CompletedProcess:
