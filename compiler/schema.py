@@ -158,20 +158,13 @@ _TYPE_NAMES = {"integer": "an integer", "number": "a number", "string": "a strin
                "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
 
 
+# Order matters: bool is an int in Python, but not in JSON.
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+               (dict, "object"), (list, "array"))
+
+
 def _type_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "null"
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "null")
 
 
 def _where(path: tuple) -> str:
