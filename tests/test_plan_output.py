@@ -203,6 +203,8 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
                    "free": {"gpu": 1, "step_run": 7}}],
         "diagnostics": diagnostics,
         "solver": {"strategy": "optimal", "status": "OPTIMAL", "objective": [1, 2, 1, 1, 15, 0, 0], "gap": 0.0},
+        "changes": {"added": ["research--probe", "train--eval", "train--train"], "removed": ["sweep-old"],
+                    "unchanged": []},
     }
     text = to_json(result.plan)
     assert json.loads(text) == expected

@@ -96,6 +96,9 @@ class Plan:
     pools: tuple[PoolUsage, ...]              # sorted by name
     diagnostics: tuple[Diagnostic, ...]
     solver: SolverInfo
+    # What the plan changes against what runs (allocation names added / removed /
+    # unchanged); an addition to CLI.md's shape, set by planner.run.
+    changes: dict[str, list[str]] | None = None
 
     def diagnostics_list(self) -> list[Diagnostic]:
         """Validation and state diagnostics, in report order."""
@@ -114,6 +117,7 @@ class Plan:
             "diagnostics": [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule,
                              "severity": x.severity, "message": x.message} for x in self.diagnostics],
             "solver": self.solver.as_dict(),
+            **({"changes": self.changes} if self.changes is not None else {}),
         }
 
 

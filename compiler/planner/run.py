@@ -165,5 +165,6 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
                     digest=inputs_digest(config, state.allocations))
     new_state = state_from_plan(plan, previous, digest=inputs_digest(validation.config),
                                 from_files=validation.config.allocations, preempted_before=state.preempted)
-    return PlanResult(validation, state, problem, solution, plan, previous, new_state,
-                      changes(previous, new_state["allocations"]))
+    changed = changes(previous, new_state["allocations"])
+    plan = dataclasses.replace(plan, changes=changed)
+    return PlanResult(validation, state, problem, solution, plan, previous, new_state, changed)
