@@ -88,6 +88,8 @@ def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
     """R006 / K004: a step on a SageMaker step operator needs an instance type of the
     catalog (restricted to the component's allow-list) with enough vCPUs, memory and
     GPUs of its gpu_type."""
+    if not any(isinstance(c, SageMakerComponent) for c, _ in ctx.components.values()):
+        return  # the catalog is not even read
     from ..targets.catalog import NoFit, choose_instance, unknown_instance_types
 
     for name, (component, stack) in sorted(ctx.components.items()):
