@@ -104,7 +104,8 @@ def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) 
 
     for pool in problem.pools:
         for k, cap in pool.capacity.items():
-            used = sum(reqs[rid].demand.get(k, 0) for rid, qn in admitted.items() if pols[qn].pool == pool.name)
+            used = sum(reqs[rid].demand.get(k, 0) for rid, qn in admitted.items()
+                       if pols[qn].pool == pool.name)
             held = sum(a.holds.get(k, 0) for a in kept if a.pool == pool.name)
             over(cap, held, used, f"H1 {pool.name}/{k}")
     for q in problem.policies:
@@ -128,7 +129,8 @@ def max_in_share(problem: Problem, admitted: dict[str, str], preempted: set[str]
         free = {k: max(0, q.reserved.get(k, 0) - sum(a.holds.get(k, 0) for a in kept
                                                      if a.subject == q.subject and a.pool == q.pool))
                 for k in cap}
-        mine = [checked(problem, q.pool, reqs[rid].demand) for rid, qn in sorted(admitted.items()) if qn == q.name]
+        mine = [checked(problem, q.pool, reqs[rid].demand)
+                for rid, qn in sorted(admitted.items()) if qn == q.name]
         for size in range(len(mine), -1, -1):
             if any(all(sum(d.get(k, 0) for d in group) <= free[k] for k in cap)
                    for group in combinations(mine, size)):

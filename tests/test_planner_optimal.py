@@ -75,7 +75,8 @@ def random_problem(seed: int) -> Problem:
                         rsv[k] = r
                         left[k] -= r
                     lim[k] = rng.randint(max(r, 1), c) if rng.random() < 0.3 else c
-                policies.append(PolicyRule(f"{s}-{pool.name}", s, pool.name, rng.choice([0, 5, 10]), rsv, lim))
+                policies.append(PolicyRule(f"{s}-{pool.name}", s, pool.name, rng.choice([0, 5, 10]),
+                                           rsv, lim))
     requesters = subjects + (["nobody"] if rng.random() < 0.1 else [])
     shapes = []
     for _ in range(rng.randint(1, 3)):
@@ -106,7 +107,8 @@ def random_problem(seed: int) -> Problem:
 def random_contention_problem(seed: int) -> Problem:
     """One or two full pools of small borrowers: every instance is about who gets preempted."""
     rng = random.Random(seed)
-    pools = [Pool(n, {"gpu": rng.randint(2, 4), "mcpu": rng.randint(2, 4)}) for n in ("p1", "p2")[: rng.randint(1, 2)]]
+    pools = [Pool(n, {"gpu": rng.randint(2, 4), "mcpu": rng.randint(2, 4)})
+             for n in ("p1", "p2")[: rng.randint(1, 2)]]
     prio = {s: p for s, p in zip("abc", rng.sample([0, 3, 7, 10], 3))}
     policies = []
     for pool in pools:
@@ -124,7 +126,8 @@ def random_contention_problem(seed: int) -> Problem:
         for i in range(rng.randint(1, 2)):
             if len(running) < 3:
                 running.append(Running(f"{pool.name}-run-{i}", rng.choice("abc"), pool.name,
-                                       rng.random() < 0.85, {"gpu": rng.randint(1, 2), "mcpu": rng.randint(0, 2)},
+                                       rng.random() < 0.85,
+                                       {"gpu": rng.randint(1, 2), "mcpu": rng.randint(0, 2)},
                                        at(rng.choice([None, 1, 4, 6]))))
     shapes = [(rng.choice("abc"), {"gpu": rng.randint(1, 2), "mcpu": rng.randint(0, 1), "step_run": 1},
                rng.random() < 0.8) for _ in range(rng.randint(1, 3))]
@@ -232,6 +235,19 @@ def test_higher_priority_preempts_the_most_recent_identical_borrower() -> None:
     assert sol.preempted == {"job-1": ["t/urgent"]}          # started last
     # [|Z|, admitted@10, preempted@1, FIFO, start rank of job-1 = 3, preference]
     assert sol.objective == [0, 1, 1, 1, 3, 1]
+
+
+def test_a_victim_names_who_it_made_room_for_on_a_key_it_did_not_borrow() -> None:
+    cap = {"gpu": 2, "mcpu": 4}
+    p = problem([Pool("dc", cap)],
+                [policy("high-dc", "high", "dc", 10, capacity=cap),
+                 policy("low-dc", "low", "dc", 1, {"gpu": 1, "mcpu": 4}, capacity=cap)],
+                [req("t/cpu", "high", 0, mcpu=2)],
+                [run("wide", "low", "dc", gpu=2, mcpu=4)])          # borrows gpu only
+    sol = solve(p)
+    assert sol.admitted == {"t/cpu": "high-dc"}
+    assert sol.preempted == {"wide": ["t/cpu"]}                   # freed mcpu, a key it holds
+    assert sol.objective == [0, 1, 1, 1, 0, 1]
 
 
 def test_non_preemptible_requests_stay_inside_the_share() -> None:
