@@ -9,13 +9,11 @@ sentences, deterministic, and name the rule, the key and both numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Mapping
 
-from .problem import Ineligibility, PolicyRule, Problem, Request, Running, metered_demand
+from .problem import EARLIEST, Ineligibility, PolicyRule, Problem, Request, Running, metered_demand, start_time
 from .solution import Solution
 
-_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int], keys) -> None:
@@ -79,12 +77,12 @@ class FinalState:
         for alloc in self.kept:
             policy = self.problem.policy_for(alloc.subject, alloc.pool)
             if policy is not None:
-                order = (alloc.preemptible, 0, alloc.started_at or _EARLIEST, 0, alloc.name)
+                order = (alloc.preemptible, 0, start_time(alloc.started_at), 0, alloc.name)
                 members[policy.name].append((order, alloc.name, alloc.holds))
         for request in self.problem.requests:
             name = self.solution.admitted.get(request.id)
             if name is not None:
-                order = (request.preemptible, 1, _EARLIEST, request.rank, request.id)
+                order = (request.preemptible, 1, EARLIEST, request.rank, request.id)
                 members[name].append((order, request.id, request.demand))
         result: dict[str, dict[str, int]] = {}
         for name, group in members.items():

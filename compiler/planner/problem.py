@@ -150,11 +150,20 @@ def eligible_policies(problem: Problem, request: Request) -> tuple[list[PolicyRu
     return ok, why
 
 
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def start_time(when: datetime | None) -> datetime:
+    """A started_at for ordering: missing = earliest; a naive time is taken as UTC."""
+    if when is None:
+        return EARLIEST
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
 def victim_order_key(running: Running) -> tuple:
     """Order within a policy for consuming the reserved share (SEMANTICS.md §3):
     non-preemptible first, then started_at (missing = earliest), then name."""
-    return (running.preemptible, running.started_at or datetime.min.replace(tzinfo=timezone.utc),
-            running.name)
+    return (running.preemptible, start_time(running.started_at), running.name)
 
 
 def borrowed_parts(problem: Problem, running: tuple[Running, ...] | None = None) -> dict[str, dict[str, int]]:
@@ -186,7 +195,7 @@ def borrowed_parts(problem: Problem, running: tuple[Running, ...] | None = None)
 
 def start_ranks(running: list[Running]) -> list[Running]:
     """Assign start_rank: 0 = started earliest (missing started_at = earliest), then name."""
-    ordered = sorted(running, key=lambda a: (a.started_at or datetime.min.replace(tzinfo=timezone.utc), a.name))
+    ordered = sorted(running, key=lambda a: (start_time(a.started_at), a.name))
     ranks = {a.name: i for i, a in enumerate(ordered)}
     return [Running(a.name, a.subject, a.pool, a.preemptible, a.holds, a.started_at, ranks[a.name])
             for a in running]

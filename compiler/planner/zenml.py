@@ -24,20 +24,10 @@ a failed preemption attempt is remembered until the pool changes.
 from __future__ import annotations
 
 import bisect
-from datetime import datetime, timezone
 
-from compiler.planner.problem import Pool, PolicyRule, Problem, Request, eligible_policies, metered_demand
+from compiler.planner.problem import (Pool, PolicyRule, Problem, Request, eligible_policies, metered_demand,
+                                      start_time)
 from compiler.planner.solution import Solution
-
-_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
-
-
-def _timestamp(started_at: datetime | None) -> datetime:
-    """started_at comparable across inputs: missing = earliest, naive = UTC."""
-    if started_at is None:
-        return _EPOCH
-    return started_at if started_at.tzinfo else started_at.replace(tzinfo=timezone.utc)
-
 
 class _Ticket:
     """One request, shared by its queue entries in every eligible pool."""
@@ -253,14 +243,14 @@ class _Simulation:
 
     def _load_running(self) -> None:
         running = [a for a in self.problem.running if a.pool in self.pools]
-        stamps = sorted({_timestamp(a.started_at) for a in running})
+        stamps = sorted({start_time(a.started_at) for a in running})
         time_of = {stamp: i for i, stamp in enumerate(stamps)}
         self.next_time = len(stamps)
-        for r in sorted(running, key=lambda a: (_timestamp(a.started_at), a.name)):
+        for r in sorted(running, key=lambda a: (start_time(a.started_at), a.name)):
             state = self.pools[r.pool]
             holds = {k: v for k, v in r.holds.items() if k in state.cap and v > 0}
             policy = self.policies.get((r.subject, r.pool))
-            state.take(_Alloc(r.name, policy, r.preemptible, holds, time_of[_timestamp(r.started_at)], True))
+            state.take(_Alloc(r.name, policy, r.preemptible, holds, time_of[start_time(r.started_at)], True))
 
     def run(self) -> Solution:
         for request in sorted(self.problem.requests, key=lambda r: (r.rank, r.id)):
