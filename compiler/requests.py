@@ -69,10 +69,15 @@ def demand_of(settings: ResourceSettings) -> dict[str, int]:
 
 
 def requester_of(config: Config, pipeline: Pipeline, step_operator: str | None) -> str | None:
-    if step_operator is not None:
-        return step_operator
+    """SEMANTICS.md §1.4; None when the stack is unknown or does not hold the step
+    operator (K002 reports it; such a step requests nothing)."""
     stack = config.stacks.get(pipeline.spec.stack)
-    return stack.obj.spec.orchestrator.name if stack else None
+    if stack is None:
+        return None
+    if step_operator is None:
+        return stack.obj.spec.orchestrator.name
+    operators = {op.name for op in stack.obj.spec.step_operators}
+    return step_operator if step_operator in operators else None
 
 
 def build_requests(config: Config) -> list[StepRequest]:

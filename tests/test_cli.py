@@ -123,7 +123,7 @@ def test_sarif_format():
     results = log["runs"][0]["results"]
     assert [(r["ruleId"], r["level"]) for r in results] == [("R005", "warning"), ("K002", "error")]
     region = results[1]["locations"][0]["physicalLocation"]["region"]
-    assert (region["startLine"], region["startColumn"]) == (25, 22)
+    assert (region["startLine"], region["startColumn"]) == (34, 22)
     if SARIF_SCHEMA.is_file():
         import jsonschema
 
