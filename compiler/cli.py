@@ -230,9 +230,8 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
             click.echo(f"poolc: {len(result.files)} generated files and the state are up to date", err=True)
         sys.exit(EXIT_OK)
     if not quiet:
-        changed = [p for p in result.stale]
-        for path in changed:
-            click.echo(f"wrote: {path}" if path not in result.removed else f"removed: {path}")
-        click.echo(f"poolc: {len(changed)} change(s) applied; {len(result.files)} generated files"
-                   if changed else "poolc: nothing to change", err=True)
+        for path in result.stale:
+            click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
+        click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
+                   if result.stale else "poolc: nothing to change", err=True)
     sys.exit(EXIT_OK)

@@ -64,14 +64,15 @@ def policy_keys_and_bounds(ctx: Context) -> Iterator[Diagnostic]:
 @check
 def reserved_sum(ctx: Context) -> Iterator[Diagnostic]:
     """P004: per pool and key, the reserved shares of all its policies fit its capacity."""
+    reserved_on: dict[str, list[tuple[str, dict[str, int]]]] = {}
+    for name, entry in sorted(ctx.config.policies.items()):
+        reserved_on.setdefault(entry.obj.spec.pool, []).append((name, entry.obj.spec.reserved.units()))
     for pool_name, pool in sorted(ctx.config.pools.items()):
-        capacity = pool.obj.spec.capacity.units()
-        on_pool = [e for _, e in sorted(ctx.config.policies.items()) if e.obj.spec.pool == pool_name]
-        for key, cap in capacity.items():
-            total = sum(e.obj.spec.reserved.units().get(key, 0) for e in on_pool)
+        on_pool = reserved_on.get(pool_name, [])
+        for key, cap in pool.obj.spec.capacity.units().items():
+            total = sum(reserved.get(key, 0) for _, reserved in on_pool)
             if total > cap:
-                parts = ", ".join(f"{e.name}={e.obj.spec.reserved.units()[key]}" for e in on_pool
-                                  if e.obj.spec.reserved.units().get(key))
+                parts = ", ".join(f"{name}={reserved[key]}" for name, reserved in on_pool if reserved.get(key))
                 yield pool.doc.diagnostic(d.P004, f"policies reserve {key}={total} on pool {pool_name!r} "
                                           f"({parts}) but its capacity is {key}={cap}",
                                           _key_path(pool.obj.spec.capacity, "capacity", key))
