@@ -34,10 +34,10 @@ def render() -> str:
     lines += ["## The checks, as documented in their code", "",
               "Each semantic check is a small function in `compiler/checks/`; its docstring is its",
               "documentation and is copied here.", ""]
-    from .checks import CHECKS, run_checks  # noqa: F401
+    from .checks import CHECKS, Context, run_checks
     from .config import Config
 
-    run_checks(Config())  # imports every check module, so CHECKS is complete
+    run_checks(Context(Config()))  # imports every check module, so CHECKS is complete
     for fn in CHECKS:
         doc = " ".join((fn.__doc__ or "").split())
         lines.append(f"- `{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}`: {doc}")

@@ -9,16 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .checks import run_checks
+from .checks import Context, run_checks
 from .config import Config, build_config
 from .diagnostics import Diagnostic, has_errors
 from .load import load_paths
+from .requests import StepRequest
 
 
 @dataclass
 class Validation:
     config: Config
     diagnostics: list[Diagnostic]
+    context: Context
+
+    @property
+    def requests(self) -> list[StepRequest]:
+        """The step requests the checks built, in arrival order (plan reuses them)."""
+        return self.context.requests
 
     @property
     def ok(self) -> bool:
@@ -28,5 +35,6 @@ class Validation:
 def validate_paths(paths: Iterable[str]) -> Validation:
     loaded = load_paths(paths)
     config, problems = build_config(loaded.files, loaded.documents)
-    problems = loaded.diagnostics + problems + run_checks(config)
-    return Validation(config, sorted(set(problems)))
+    context = Context(config)
+    problems = loaded.diagnostics + problems + run_checks(context)
+    return Validation(config, sorted(set(problems)), context)

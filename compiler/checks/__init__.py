@@ -48,10 +48,10 @@ class Context:
         return found
 
 
-def run_checks(config: Config) -> list[Diagnostic]:
+def run_checks(ctx: Context) -> list[Diagnostic]:
+    """Every registered check over one Context (whose requests the caller may reuse)."""
     from . import allocations, pipelines, pools, stacks  # noqa: F401  (registers the checks)
 
-    ctx = Context(config)
     found: list[Diagnostic] = []
     for fn in CHECKS:
         found.extend(fn(ctx))

@@ -23,7 +23,7 @@ from ..config import Config
 from ..diagnostics import Diagnostic
 from ..load import Document
 from ..model import Allocation
-from ..requests import StepRequest, build_requests
+from ..requests import StepRequest
 from ..state import StateRead, allocation_name, changes, dump_state, read_state, state_from_plan
 from ..validate import Validation, validate_paths
 from .inputs import problem_from_config
@@ -152,7 +152,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
                       + [a for a in state.allocations if a.metadata.name not in config.allocations],
                       key=lambda a: a.metadata.name)
 
-    requests = build_requests(config)
+    requests = validation.requests  # requests do not depend on allocations
     rejected = step_errors(config, requests, validation.diagnostics)
     everything = problem_from_config(config, [], state.allocations)
     running = _running_steps([r for r in requests if r.id not in rejected], everything.running)
