@@ -76,7 +76,7 @@ def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
 def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_file: str | None = None,
                 check: bool = False, progress: Callable[[str], None] | None = None) -> ApplyResult:
     """Plan, render and (unless ``check``) write; see the module docstring."""
-    from .state import state_lock
+    from .lock import state_lock
 
     result = ApplyResult(state_path=state_file or default_state_path(output_dir))
     saved = None
@@ -100,7 +100,7 @@ def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_f
 
 def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, progress) -> None:
     from .planner.plan import to_json
-    from .planner.run import plan_paths
+    from .plan import plan_paths
     from .targets import render_all
     from .targets.context import TargetContext
 

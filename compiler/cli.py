@@ -154,7 +154,7 @@ def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose,
     import time
 
     from .planner.plan import to_json
-    from .planner.run import plan_paths
+    from .plan import plan_paths
     from .writer import write_atomic
 
     started = time.perf_counter()
@@ -204,7 +204,7 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
     (with --check) the output or state is out of date.
     """
     from .apply import apply_paths
-    from .state import StateLockError
+    from .lock import StateLockError
 
     try:
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,

@@ -14,47 +14,26 @@ wall-clock time would make every `apply` produce a different state (so
 real start time may add it.
 
 Writes are atomic (compiler.writer) and guarded by ``<state>.lock``: see
-``state_lock``.
+``compiler.lock.state_lock``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import diagnostics as d
 from .config import build_config
+from .domain.naming import allocation_name
 from .diagnostics import Diagnostic
+from .jsonpos import JsonScan
 from .load import Document, Span
 from .model import Allocation
 from .writer import write_atomic
 
 FORMAT_VERSION = 1
 DEFAULT_STATE = "poolc.state.json"
-_MAX_NAME = 63
-_HASH_CHARS = 8
-
-
-# --- names -------------------------------------------------------------------------
-
-def allocation_name(request_id: str) -> str:
-    """The allocation name of a step: ``<pipeline>--<step>`` as a DNS-1123 label.
-
-    Step names may hold ``_``, which a label may not; a replaced character or a
-    name over 63 characters gets an 8-hex suffix of the sha256 of the request id,
-    so ``train_model`` and ``train-model`` never share an allocation."""
-    pipeline, _, step = request_id.partition("/")
-    plain = f"{pipeline}--{step}"
-    label = re.sub(r"[^a-z0-9-]", "-", plain.lower())
-    if label == plain and len(label) <= _MAX_NAME:
-        return label
-    suffix = hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:_HASH_CHARS]
-    head = label[: _MAX_NAME - _HASH_CHARS - 1].strip("-") or "step"
-    return f"{head}-{suffix}"
 
 
 def is_safe_relative(path: str) -> bool:
@@ -73,87 +52,18 @@ class StateRead(NamedTuple):
     digest: str | None
     diagnostics: list[Diagnostic]
     # Allocations given in the config files that an applied plan preempted: they no
-    # longer run, although the files still list them (see planner/run.py).
+    # longer run, although the files still list them (see compiler/plan.py).
     preempted: list[str] = []
 
 
 _EMPTY = StateRead([], {}, None, [])
 
 
-class _Positions:
-    """Character offset -> 1-based (line, column)."""
-
-    def __init__(self, text: str) -> None:
-        self.starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-
-    def at(self, offset: int) -> tuple[int, int]:
-        lo, hi = 0, len(self.starts) - 1
-        while lo < hi:  # last line start <= offset
-            mid = (lo + hi + 1) // 2
-            if self.starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, offset - self.starts[lo] + 1
-
-    def span(self, start: int, end: int) -> Span:
-        return (*self.at(start), *self.at(end))
-
-
-_WS = " \t\n\r"
-_DECODER = json.JSONDecoder()
-
-
-class _JsonScan:
-    """Positions of every key and value of a JSON text that json.loads accepted,
-    in the same (path -> span) shape compiler.load gives YAML documents."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = _Positions(text)
-        self.keys: dict[tuple, Span] = {}
-        self.values: dict[tuple, Span] = {}
-        self.duplicates: list[tuple[str, Span]] = []
-        self._value(0, ())
-
-    def _skip(self, i: int) -> int:
-        while i < len(self.text) and self.text[i] in _WS:
-            i += 1
-        return i
-
-    def _value(self, i: int, path: tuple) -> int:
-        start = i = self._skip(i)
-        opener = self.text[i]
-        if opener in "{[":
-            closer, index = ("}" if opener == "{" else "]"), 0
-            i = self._skip(i + 1)
-            while self.text[i] != closer:
-                if opener == "{":
-                    key_start = i
-                    key, i = json.decoder.scanstring(self.text, i + 1)
-                    child = path + (key,)
-                    if child in self.keys:
-                        self.duplicates.append((key, self.pos.span(key_start, i)))
-                    self.keys[child] = self.pos.span(key_start, i)
-                    i = self._skip(i) + 1  # past ':'
-                else:
-                    child = path + (index,)
-                    index += 1
-                i = self._skip(self._value(i, child))
-                if self.text[i] == ",":
-                    i = self._skip(i + 1)
-            i += 1
-        else:
-            _, i = _DECODER.raw_decode(self.text, i)
-        self.values[path] = self.pos.span(start, i)
-        return i
-
-
 def _at(file: str, rule: d.Rule, message: str, span: Span = (1, 1, 1, 1)) -> Diagnostic:
     return Diagnostic(file, *span, rule.id, rule.severity, message)
 
 
-def _sub_document(file: str, index: int, data: Any, scan: _JsonScan, prefix: tuple) -> Document:
+def _sub_document(file: str, index: int, data: Any, scan: JsonScan, prefix: tuple) -> Document:
     """One element of ``allocations`` as a Document, positions re-rooted to it."""
     cut = len(prefix)
     keys = {p[cut:]: s for p, s in scan.keys.items() if p[:cut] == prefix and len(p) > cut}
@@ -188,7 +98,7 @@ def read_state(path: str) -> StateRead:
     if not isinstance(root, dict):
         return StateRead([], {}, None, [_at(path, d.S003, "the state file must hold a JSON object "
                                             "with format_version, inputs_digest, allocations and files")])
-    scan = _JsonScan(text)
+    scan = JsonScan(text)
     top = Document(path, 0, root, scan.values[()], scan.keys, scan.values)
     problems = [_at(path, d.Y003, f"duplicate key {key!r}; JSON readers keep only one of them", span)
                 for key, span in scan.duplicates]
@@ -320,7 +230,7 @@ def dump_state(state: Mapping) -> str:
 
 
 def write_state(path: str, state: Mapping) -> None:
-    """Replace the state file atomically. Hold ``state_lock(path)`` around the whole
+    """Replace the state file atomically. Hold ``compiler.lock.state_lock(path)`` around the whole
     read-plan-write cycle, not just this call, so no other apply interleaves."""
     write_atomic(path, dump_state(state))
 
@@ -333,91 +243,3 @@ def changes(previous_allocations: Iterable[Allocation | Mapping],
     after = {_name(a) for a in new_state_allocations}
     return {"added": sorted(after - before), "removed": sorted(before - after),
             "unchanged": sorted(before & after)}
-
-
-# --- the lock ----------------------------------------------------------------------
-
-class StateLockError(Exception):
-    """Another process holds the state lock."""
-
-    def __init__(self, lock: str, pid: int | None) -> None:
-        holder = f"process {pid}" if pid is not None else "a process that has not written its pid yet"
-        super().__init__(f"the state is locked: {lock} is held by {holder}; another `poolc apply` is "
-                         f"running; wait for it to finish, or delete {lock} if no poolc is running")
-        self.lock, self.pid = lock, pid
-
-
-def _read_pid(lock: str) -> int | None:
-    try:
-        with open(lock, encoding="utf-8") as handle:
-            return int(handle.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OverflowError:
-        return False
-    return True
-
-
-def _take_over_stale(lock: str) -> bool:
-    """Remove a lock whose pid is dead; True if it is gone (by us or anyone).
-
-    Takers serialize on flock of the stale file and remove it only while the
-    path still names that file, so two takers cannot remove each other's fresh lock."""
-    import fcntl
-
-    try:
-        fd = os.open(lock, os.O_RDWR)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            return True
-        if not same:
-            return True  # replaced meanwhile: try again from the start
-        pid = _read_pid(lock)
-        if pid is None or _alive(pid):
-            return False
-        os.unlink(lock)
-        return True
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def state_lock(path: str) -> Iterator[str]:
-    """Hold ``<path>.lock`` (created with O_CREAT|O_EXCL, holding our pid) for the
-    duration; a live holder raises StateLockError, a dead one's lock is taken over."""
-    lock = f"{path}.lock"
-    directory = os.path.dirname(lock) or "."
-    os.makedirs(directory, exist_ok=True)
-    for _ in range(100):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if _take_over_stale(lock):
-                continue
-            raise StateLockError(lock, _read_pid(lock)) from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(f"{os.getpid()}\n")
-        break
-    else:
-        raise StateLockError(lock, _read_pid(lock))
-    try:
-        yield lock
-    finally:
-        if _read_pid(lock) == os.getpid():
-            os.unlink(lock)

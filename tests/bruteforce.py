@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from itertools import combinations
 
-from compiler.planner.problem import PolicyRule, Problem, Request, Running
+from compiler.domain.problem import PolicyRule, Problem, Request, Running
 
 UNBOUNDED_IF_ABSENT = ("mcpu", "memory_mb", "step_run")
 EARLIEST = datetime.min.replace(tzinfo=timezone.utc)

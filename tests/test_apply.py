@@ -19,7 +19,7 @@ import pytest
 
 from compiler.apply import apply_paths, default_state_path
 from support import cli
-from compiler.state import allocation_name
+from compiler.domain.naming import allocation_name
 
 REPO = Path(__file__).resolve().parent.parent
 INPUTS = ["examples"]
@@ -410,7 +410,7 @@ def test_rollback_removes_directories_it_created(applied, monkeypatch):
 
 # --- the lock ----------------------------------------------------------------------------------
 
-HOLDER = ("import sys, time\nfrom compiler.state import state_lock\n"
+HOLDER = ("import sys, time\nfrom compiler.lock import state_lock\n"
           "with state_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
 
 

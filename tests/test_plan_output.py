@@ -14,8 +14,9 @@ import pytest
 
 from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message
 from compiler.planner.plan import inputs_digest, to_json
-from compiler.planner.problem import Pool, PolicyRule, Problem, Request, Running, eligible_policies
-from compiler.planner.run import plan_paths
+from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
+from compiler.domain.eligibility import eligible_policies
+from compiler.plan import plan_paths
 from compiler.planner.solution import Solution
 from compiler.report.plan_text import render_plan
 from compiler.validate import validate_paths
@@ -188,11 +189,11 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
                     message="allocated, borrowing gpu=1 above the reserved share"),
             request("train/fixed", "prod-k8s", {"gpu": 6, "step_run": 1}, "rejected", reason="R004",
                     preemptible=False,
-                    message="non-preemptible, asks gpu=6, but policy 'prod' reserves only gpu=4 on pool 'dc'; it can "
-                            "never be admitted: reserve more, or make the step preemptible"),
+                    message="step 'fixed' is non-preemptible and asks gpu=6, but policy 'prod' reserves only gpu=4; it "
+                            "can never be admitted: reserve more, or make the step preemptible"),
             request("train/huge", "prod-k8s", {"gpu": 16, "step_run": 1}, "rejected", reason="R003",
-                    message="eligible on no pool: pool 'dc' has gpu=8 in all (needs 16); it can never be "
-                            "admitted: ask for less, or raise the capacity or limit"),
+                    message="step 'huge' is eligible on no pool: pool 'dc' has gpu=8 in all (needs 16); it can never "
+                            "be admitted: ask for less, or raise the capacity or limit"),
             request("train/train", "prod-k8s", {"gpu": 4, "step_run": 1}, "allocated", "dc", "prod",
                     preemptible=False, message="allocated within reserved share"),
         ],
@@ -224,7 +225,7 @@ def test_same_inputs_give_the_same_bytes(tmp_path, monkeypatch):
 
 def _subprocess_plan(root: Path, seed: str, strategy: str) -> str:
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_plan_output import greedy; "
-            "from compiler.planner.run import plan_paths; from compiler.planner.plan import to_json; "
+            "from compiler.plan import plan_paths; from compiler.planner.plan import to_json; "
             "s = sys.argv[2]; "
             "sys.stdout.write(to_json(plan_paths(['.'], strategy=greedy if s == 'greedy' else s).plan))")
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
@@ -406,8 +407,8 @@ def test_text_plan(tmp_path, monkeypatch):
         "  dc\n    key       capacity  used  free\n    gpu              8     7     1\n"
         "    step_run        10     3     7\n",
         "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  gpu=6 step_run=1\n"
-        "      [R004] non-preemptible, asks gpu=6, but policy 'prod' reserves only gpu=4 on pool 'dc'; it can\n"
-        "      never be admitted: reserve more, or make the step preemptible\n",
+        "      [R004] step 'fixed' is non-preemptible and asks gpu=6, but policy 'prod' reserves only gpu=4;\n"
+        "      it can never be admitted: reserve more, or make the step preemptible\n",
         "  adhoc/notebook  adhoc-k8s  outside every pool\n",
         "Preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority 100) on gpu; "
         "it borrowed gpu=4 above policy\n      research's reserved share\n",
@@ -420,7 +421,7 @@ def test_text_plan(tmp_path, monkeypatch):
 
 
 def test_importing_the_planner_does_not_import_ortools():
-    code = ("import sys, compiler.planner.run, compiler.planner.plan, compiler.state; "
+    code = ("import sys, compiler.plan, compiler.planner.plan, compiler.state; "
             "sys.exit('ortools' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compiler.planner.optimal import solve
-from compiler.planner.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bruteforce  # noqa: E402

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from compiler.planner.problem import Pool, PolicyRule, Problem, Request, Running
+from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from compiler.planner.zenml import solve
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from compiler.model import Allocation
-from compiler.planner.run import plan_paths
+from compiler.plan import plan_paths
 from compiler.planner.solution import Solution
-from compiler.state import (StateLockError, allocation_name, changes, dump_state, read_state, state_from_plan,
-                            state_lock, write_state)
+from compiler.domain.naming import allocation_name
+from compiler.lock import StateLockError, state_lock
+from compiler.state import changes, dump_state, read_state, state_from_plan, write_state
 from test_plan_output import FILES, decided, greedy, write_platform
 
 REPO = Path(__file__).resolve().parent.parent
@@ -215,7 +216,7 @@ def test_lock_is_exclusive_and_released(tmp_path):
 
 def test_lock_held_by_another_process(tmp_path):
     path = str(tmp_path / "poolc.state.json")
-    code = ("import sys, time; from compiler.state import state_lock\n"
+    code = ("import sys, time; from compiler.lock import state_lock\n"
             "with state_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(30)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(REPO)})

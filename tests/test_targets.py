@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from compiler.targets import TARGETS, render_all, render_target
-from compiler.targets.context import TargetContext, short_name
+from compiler.domain.naming import short_name
+from compiler.targets.context import TargetContext
 from compiler.targets.kubernetes import kubernetes_quantity
 from compiler.targets.yamlout import dump_document, scalar
 from compiler.validate import validate_paths

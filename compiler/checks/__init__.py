@@ -33,7 +33,7 @@ class Context:
 
     @cached_property
     def problem(self):
-        from ..planner.inputs import problem_from_config
+        from ..inputs import problem_from_config
 
         return problem_from_config(self.config, self.requests)
 

@@ -7,7 +7,7 @@ from typing import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..model import SageMakerComponent
-from ..planner.problem import eligible_policies
+from ..domain.eligibility import eligible_policies, rejection
 from ..requests import StepRequest
 from ..units import parse_bytes
 from . import Context, check
@@ -69,18 +69,8 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
                                      f"step {source.step!r} and every other step it runs are unmanaged "
                                      "(outside every pool); add a Policy for it", source.path, key=True)
             continue
-        first = reasons[0]
-        rule = d.R004 if all(r.rule == "reserved" for r in reasons) else d.R003
-        if rule is d.R004 and len(reasons) == 1:
-            message = (f"step {source.step!r} is non-preemptible and asks {first.key}={first.needs}, but policy "
-                       f"{first.policy.name!r} reserves only {first.key}={first.allowed}; it can never be "
-                       "admitted: reserve more, or make the step preemptible")
-        else:
-            why = "; ".join(r.sentence() for r in reasons)
-            fix = ("reserve more, or make the step preemptible" if rule is d.R004
-                   else "ask for less, or raise the capacity or limit")
-            message = f"step {source.step!r} is eligible on no pool: {why}; it can never be admitted: {fix}"
-        yield doc.diagnostic(rule, message, _key_location(source, first.key))
+        rule_id, message = rejection(source.step, reasons)
+        yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key))
 
 
 @check
@@ -90,7 +80,7 @@ def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
     GPUs of its gpu_type."""
     if not any(isinstance(c, SageMakerComponent) for c, _ in ctx.components.values()):
         return  # the catalog is not even read
-    from ..targets.catalog import NoFit, choose_instance, unknown_instance_types
+    from ..domain.catalog import NoFit, choose_instance, unknown_instance_types
 
     for name, (component, stack) in sorted(ctx.components.items()):
         if isinstance(component, SageMakerComponent) and component.instance_types:

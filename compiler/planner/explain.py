@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .problem import EARLIEST, Ineligibility, PolicyRule, Problem, Request, Running, metered_demand, start_time
+from ..domain.problem import EARLIEST, PolicyRule, Problem, Request, Running, start_time
+from ..domain.borrowing import split_reserved
+from ..domain.eligibility import metered_demand
 from .solution import Solution
 
 
@@ -87,16 +89,8 @@ class FinalState:
         result: dict[str, dict[str, int]] = {}
         for name, group in members.items():
             policy = self.policies[name]
-            left = {k: policy.rsv(k) for k in self.problem.pool(policy.pool).capacity}
-            for _, who, amounts in sorted(group, key=lambda m: m[0]):
-                part: dict[str, int] = {}
-                for key in left:
-                    need = amounts.get(key, 0)
-                    inside = min(need, left[key])
-                    left[key] -= inside
-                    if need > inside:
-                        part[key] = need - inside
-                result[who] = part
+            ordered = ((who, amounts) for _, who, amounts in sorted(group, key=lambda m: m[0]))
+            result.update(split_reserved(policy.reserved, self.problem.pool(policy.pool).capacity, ordered))
         return result
 
 
@@ -199,20 +193,3 @@ def _by_priority(state: FinalState, ids: list[str]) -> str:
 def requeued_message(allocation: str, preemption: str) -> str:
     """A step whose running allocation this plan preempts."""
     return f"its running allocation {allocation} is {preemption}; the step waits to be admitted again"
-
-
-# --- rejected ----------------------------------------------------------------------
-
-def rejection(reasons: list[Ineligibility]) -> tuple[str, str]:
-    """(rule id, message) for a request eligible on no pool: R004 when only the
-    non-preemptible share stands in the way everywhere, else R003."""
-    only_share = all(r.rule == "reserved" for r in reasons)
-    if only_share and len(reasons) == 1:
-        r = reasons[0]
-        return "R004", (f"non-preemptible, asks {r.key}={r.needs}, but policy '{r.policy.name}' reserves only "
-                        f"{r.key}={r.allowed} on pool '{r.policy.pool}'; it can never be admitted: reserve more, "
-                        "or make the step preemptible")
-    why = "; ".join(r.sentence() for r in reasons)
-    fix = "reserve more, or make the step preemptible" if only_share else \
-        "ask for less, or raise the capacity or limit"
-    return ("R004" if only_share else "R003"), f"eligible on no pool: {why}; it can never be admitted: {fix}"

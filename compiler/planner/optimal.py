@@ -59,8 +59,9 @@ from typing import Callable
 
 from ortools.sat.python import cp_model
 
-from compiler.planner.problem import (PolicyRule, Problem, Request, Running, borrowed_parts,
-                                      eligible_policies, metered_demand)
+from ..domain.problem import PolicyRule, Problem, Request, Running
+from ..domain.eligibility import eligible_policies, metered_demand
+from ..domain.borrowing import borrowed_parts
 from compiler.planner.solution import Solution
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned

@@ -23,9 +23,11 @@ from ..config import Config
 from ..diagnostics import Diagnostic
 from ..model import KINDS, Allocation
 from ..requests import StepRequest
-from .explain import (FinalState, allocated_message, preempted_message, queued_message, rejection,
-                      requeued_message, running_message, unmanaged_message)
-from .problem import Problem, Running, borrowed_parts, eligible_policies
+from .explain import (FinalState, allocated_message, preempted_message, queued_message, requeued_message,
+                      running_message, unmanaged_message)
+from ..domain.problem import Problem, Running
+from ..domain.eligibility import eligible_policies, rejection
+from ..domain.borrowing import borrowed_parts
 from .solution import Solution
 
 FORMAT_VERSION = 1
@@ -97,7 +99,7 @@ class Plan:
     diagnostics: tuple[Diagnostic, ...]
     solver: SolverInfo
     # What the plan changes against what runs (allocation names added / removed /
-    # unchanged); an addition to CLI.md's shape, set by planner.run.
+    # unchanged); an addition to CLI.md's shape, set by compiler.plan.
     changes: dict[str, list[str]] | None = None
 
     def diagnostics_list(self) -> list[Diagnostic]:
@@ -204,7 +206,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             planned.append(PlannedRequest(**common, status=ALLOCATED, pool=None, policy=None, borrowed={},
                                           reason=UNMANAGED, message=unmanaged_message(request.requester)))
         elif not eligible:
-            rule, message = rejection(reasons)
+            rule, message = rejection(step.step, reasons)
             planned.append(PlannedRequest(**common, status=REJECTED, pool=None, policy=None, borrowed={},
                                           reason=rule, message=message))
         else:

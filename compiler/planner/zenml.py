@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import bisect
 
-from compiler.planner.problem import (Pool, PolicyRule, Problem, Request, eligible_policies, metered_demand,
-                                      start_time)
+from ..domain.problem import PolicyRule, Pool, Problem, Request, start_time
+from ..domain.borrowing import split_reserved
+from ..domain.eligibility import eligible_policies, metered_demand
 from compiler.planner.solution import Solution
 
 class _Ticket:
@@ -112,15 +113,7 @@ class _Policy:
     def borrowed(self) -> dict[_Alloc, dict[str, int]]:
         """SEMANTICS.md §3 over the current allocations (running and granted)."""
         if self._borrowed is None:
-            result: dict[_Alloc, dict[str, int]] = {a: {} for a in self.np_allocs + self.p_allocs}
-            for key, reserved in self.rsv.items():
-                left = reserved
-                for alloc in self.np_allocs + self.p_allocs:
-                    held = alloc.holds.get(key, 0)
-                    inside = min(held, left)
-                    left -= inside
-                    if held > inside:
-                        result[alloc][key] = held - inside
+            result = split_reserved(self.rsv, self.rsv, ((a, a.holds) for a in self.np_allocs + self.p_allocs))
             self._borrowed = result
         return self._borrowed
 

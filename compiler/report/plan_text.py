@@ -94,7 +94,7 @@ def _changes(console: Console, changes: Mapping[str, list[str]]) -> None:
 
 
 def render_plan(result, *, color: bool) -> str:
-    """The text plan of a PlanResult (compiler.planner.run)."""
+    """The text plan of a PlanResult (compiler.plan)."""
     plan = result.plan
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
                       force_terminal=color, no_color=not color, highlight=False, emoji=False,

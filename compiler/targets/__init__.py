@@ -1,7 +1,7 @@
 """Targets: pure functions from a TargetContext to ``{relative path: text}``.
 
 Modules are imported only when rendered, so ``poolc validate`` (which imports
-``compiler.targets.catalog``) never loads the emitters.
+``compiler.domain.catalog``) never loads the emitters.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ policy the plan admitted each step through) or straight from a validated config
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping
@@ -17,46 +15,15 @@ from typing import Mapping
 from .. import __version__
 from ..config import Config, Entry
 from ..model import KubernetesComponent, Policy, SageMakerComponent, Stack
-from ..planner.inputs import problem_from_config
-from ..planner.problem import PolicyRule, Problem, eligible_policies
+from ..inputs import problem_from_config
+from ..domain.problem import PolicyRule, Problem
+from ..domain.eligibility import eligible_policies
 from ..requests import StepRequest, build_requests
 
 Component = KubernetesComponent | SageMakerComponent
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "poolc"}
 LABEL_PREFIX = "poolc.dev/"
-
-
-def short_name(name: str, limit: int = 63) -> str:
-    """``name`` if it fits, else a prefix plus an 8-hex hash of the whole name,
-    so shortened names stay unique and identical across runs."""
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[:limit - 9].rstrip('-')}-{digest}"
-
-
-def dns_label(name: str, limit: int = 63) -> str:
-    """A DNS-1123 label from a poolc name (step names may hold ``_``)."""
-    label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "x"
-    return short_name(label, limit)
-
-
-def priority_class_name(value: int) -> str:
-    """``poolc-1000``; negative values as ``poolc-minus-5`` (names cannot hold ``-5``
-    ambiguously next to the separator)."""
-    return f"poolc-{value}" if value >= 0 else f"poolc-minus-{-value}"
-
-
-def cluster_queue_name(policy: str, preemptible: bool) -> str:
-    """Non-preemptible steps of a policy go to its guaranteed queue, the others to burst."""
-    return f"{policy}-{'burst' if preemptible else 'guaranteed'}"
-
-
-def local_queue_name(policy: str, preemptible: bool) -> str:
-    """The LocalQueue has the ClusterQueue's name, shortened to fit a label value
-    (Jobs name it in ``kueue.x-k8s.io/queue-name``)."""
-    return short_name(cluster_queue_name(policy, preemptible))
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,14 @@ runs at once; a rejected step gets no file at all.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import defaultdict
 
 from ..model import KubernetesComponent
 from ..requests import StepRequest
-from .context import (LABEL_PREFIX, MANAGED_BY, TargetContext, dns_label, local_queue_name,
-                      priority_class_name)
+from ..domain.naming import dns_label, hash_suffixed, local_queue_name, priority_class_name
+from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from ..units import format_mcpu, format_memory_mb
 from .yamlout import dump_all
 
@@ -69,8 +68,7 @@ def job_names(steps: list[tuple[StepRequest, KubernetesComponent]]) -> dict[str,
     names = {}
     for request_id, (namespace, name) in wanted.items():
         if count[(namespace, name)] > 1:
-            digest = hashlib.sha256(request_id.encode()).hexdigest()[:8]
-            name = f"{name[:54].rstrip('-')}-{digest}"
+            name = hash_suffixed(name, request_id)
         names[request_id] = name
     return names
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..planner.problem import BUILTIN_UNBOUNDED, Pool, PolicyRule
+from ..domain.problem import BUILTIN_UNBOUNDED, PolicyRule, Pool
 from ..units import format_mcpu, format_memory_mb
-from .context import (LABEL_PREFIX, MANAGED_BY, TargetContext, cluster_queue_name, local_queue_name,
-                      priority_class_name)
+from ..domain.naming import cluster_queue_name, cohort_name, local_queue_name, priority_class_name
+from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -108,12 +108,6 @@ def child_cohort(pool: Pool, policy: PolicyRule) -> dict:
     return {"apiVersion": API_VERSION, "kind": "Cohort",
             "metadata": _meta(cohort_name(pool.name, policy.name), _policy_labels(policy)),
             "spec": {"parentName": pool.name, "resourceGroups": _groups(pool, quotas)}}
-
-
-def cohort_name(pool: str, policy: str) -> str:
-    """``<pool>.<policy>``: a dot cannot occur in either name, so no child cohort can
-    clash with another pool's root cohort (``a`` + ``b-c`` vs a pool ``a-b``)."""
-    return f"{pool}.{policy}"
 
 
 def _policy_labels(policy: PolicyRule) -> dict[str, str]:

@@ -2,21 +2,21 @@
 SageMaker step operator (TARGETS.md "SageMaker").
 
 A training job names an instance type rather than CPUs and memory, so the body
-carries the catalog's choice (compiler.targets.catalog). Preemptible steps become
+carries the catalog's choice (compiler.domain.catalog). Preemptible steps become
 Managed Spot Training: in both worlds the job may be interrupted and resumed from
 its checkpoints. JSON has no comments, so provenance goes into Tags.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 
 from ..model import SageMakerComponent
 from ..requests import StepRequest
 from ..units import gigabytes_ceil
-from .catalog import NoFit, choose_instance
+from ..domain.catalog import NoFit, choose_instance
+from ..domain.naming import training_job_name
 from .context import TargetContext
 
 DEFAULT_VOLUME_GB = 30
@@ -24,16 +24,6 @@ MAX_RUNTIME_SECONDS = 86_400          # one day; SageMaker's own default
 MAX_WAIT_SECONDS = 2 * MAX_RUNTIME_SECONDS  # spot: up to a day of waiting for capacity, plus the run
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 _TAG_UNSAFE = re.compile(r"[^\w .:/=+\-@]")
-
-
-def training_job_name(pipeline: str, step: str) -> str:
-    """``<pipeline>--<step>`` in SageMaker's pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``,
-    shortened with a hash suffix when longer than 63 characters."""
-    name = re.sub(r"[^A-Za-z0-9-]+", "-", f"{pipeline}--{step}").strip("-")
-    if len(name) <= 63:
-        return name
-    digest = hashlib.sha256(f"{pipeline}/{step}".encode()).hexdigest()[:8]
-    return f"{name[:54].rstrip('-')}-{digest}"
 
 
 def _tag(key: str, value: str) -> dict[str, str]:
@@ -62,7 +52,7 @@ def training_job(ctx: TargetContext, request: StepRequest, component: SageMakerC
         tags += [_tag("poolc:policy", policy.name), _tag("poolc:pool", policy.pool)]
     stopping = {"MaxRuntimeInSeconds": MAX_RUNTIME_SECONDS}
     body = {
-        "TrainingJobName": training_job_name(request.pipeline, request.step),
+        "TrainingJobName": training_job_name(request.id),
         "AlgorithmSpecification": algorithm,
         "RoleArn": component.role_arn,
         "OutputDataConfig": {"S3OutputPath": output},

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..config import Config
-from ..model import Allocation, parse_timestamp
-from ..requests import StepRequest
-from .problem import Pool, PolicyRule, Problem, Request, Running, start_ranks
+from .config import Config
+from .model import Allocation, parse_timestamp
+from .requests import StepRequest
+from .domain.problem import Pool, PolicyRule, Problem, Request, Running, start_ranks
 
 
 def pools_of(config: Config) -> tuple[Pool, ...]:

@@ -18,18 +18,19 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Callable, Iterable, Mapping
 
-from .. import diagnostics as d
-from ..config import Config
-from ..diagnostics import Diagnostic
-from ..load import Document
-from ..model import Allocation
-from ..requests import StepRequest
-from ..state import StateRead, allocation_name, changes, dump_state, read_state, state_from_plan
-from ..validate import Validation, validate_paths
+from . import diagnostics as d
+from .config import Config
+from .diagnostics import Diagnostic
+from .load import Document
+from .model import Allocation
+from .requests import StepRequest
+from .domain.naming import allocation_name
+from .state import StateRead, changes, dump_state, read_state, state_from_plan
+from .validate import Validation, validate_paths
 from .inputs import problem_from_config
-from .plan import Plan, assemble, inputs_digest
-from .problem import Problem, Running
-from .solution import Solution
+from .planner.plan import Plan, assemble, inputs_digest
+from .domain.problem import Problem, Running
+from .planner.solution import Solution
 
 STRATEGIES = ("optimal", "zenml")
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
@@ -87,7 +88,7 @@ def load_strategy(name: str | Strategy, progress: Callable[[str], None] | None =
         return name
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    solve = import_module(f"{__package__}.{name}").solve
+    solve = import_module(f"{__package__}.planner.{name}").solve
     if name == "optimal":
         return lambda problem: solve(problem, progress=progress)
     return solve

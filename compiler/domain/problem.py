@@ -1,0 +1,120 @@
+"""The domain every stage shares: pools, policies, pending requests and running
+allocations, normalized to integer units on the pools' metered keys.
+
+Pure data with no I/O and no solver, so `validate`, the planners, the targets and
+the renderers can all read one definition. The rules over these values live beside
+it: ``eligibility`` (which policy may admit a request) and ``borrowing`` (reserved
+shares, borrowed parts, victim order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Mapping
+
+# Keys that are unbounded in a pool that has no row for them (FORMAT.md).
+BUILTIN_UNBOUNDED = ("mcpu", "memory_mb", "step_run")
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    capacity: Mapping[str, int]  # metered keys only, every value > 0
+
+    def metered(self, key: str) -> bool:
+        return key in self.capacity
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """A policy q = (subject, pool) with reserved/limit on the pool's metered keys.
+
+    ``limit`` holds every metered key (default: the capacity); ``reserved`` holds
+    only keys with a positive reservation (default 0)."""
+
+    name: str
+    subject: str
+    pool: str
+    priority: int
+    reserved: Mapping[str, int]
+    limit: Mapping[str, int]
+
+    def rsv(self, key: str) -> int:
+        return self.reserved.get(key, 0)
+
+
+@dataclass(frozen=True)
+class Request:
+    id: str                      # "<pipeline>/<step>"
+    requester: str               # component name
+    demand: Mapping[str, int]    # request keys, step_run included
+    preemptible: bool
+    rank: int                    # arrival rank, 0 = first
+
+
+@dataclass(frozen=True)
+class Running:
+    """A running allocation (an Allocation document)."""
+
+    name: str
+    subject: str
+    pool: str
+    preemptible: bool
+    holds: Mapping[str, int]
+    started_at: datetime | None
+    start_rank: int = 0          # 0 = started earliest (missing started_at = earliest, then name)
+
+
+@dataclass(frozen=True)
+class Problem:
+    pools: tuple[Pool, ...]
+    policies: tuple[PolicyRule, ...]
+    requests: tuple[Request, ...]
+    running: tuple[Running, ...] = ()
+    _by_pool: dict = field(default=None, compare=False, repr=False)
+    _by_subject: dict = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_pool", {p.name: p for p in self.pools})
+        by_subject: dict[str, list[PolicyRule]] = {}
+        for q in self.policies:
+            by_subject.setdefault(q.subject, []).append(q)
+        for rules in by_subject.values():
+            rules.sort(key=lambda q: (-q.priority, q.pool))
+        object.__setattr__(self, "_by_subject", by_subject)
+
+    def pool(self, name: str) -> Pool:
+        return self._by_pool[name]
+
+    def find_pool(self, name: str) -> Pool | None:
+        return self._by_pool.get(name)
+
+    def policies_of(self, subject: str) -> list[PolicyRule]:
+        """The subject's policies, by priority (desc) then pool name — the order the
+        reference reconciler tries pools in."""
+        return list(self._by_subject.get(subject, ()))
+
+    def policy_for(self, subject: str, pool: str) -> PolicyRule | None:
+        for q in self._by_subject.get(subject, ()):
+            if q.pool == pool:
+                return q
+        return None
+
+
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def start_time(when: datetime | None) -> datetime:
+    """A started_at for ordering: missing = earliest; a naive time is taken as UTC."""
+    if when is None:
+        return EARLIEST
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def start_ranks(running: list[Running]) -> list[Running]:
+    """Assign start_rank: 0 = started earliest (missing started_at = earliest), then name."""
+    ordered = sorted(running, key=lambda a: (start_time(a.started_at), a.name))
+    ranks = {a.name: i for i, a in enumerate(ordered)}
+    return [Running(a.name, a.subject, a.pool, a.preemptible, a.holds, a.started_at, ranks[a.name])
+            for a in running]
