@@ -20,17 +20,17 @@ import random
 import sys
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.planner import optimal, zenml  # noqa: E402
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks  # noqa: E402
+from compiler.planner import optimal, zenml  # noqa: E402
 from compiler.planner.solution import Solution  # noqa: E402
 
 PRIORITIES = (0, 10, 50, 100)
-T0 = datetime(2024, 6, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 6, 1, tzinfo=UTC)
 
 
 # Node types a pool is built from (capacity = node shape x node count), so a pool's

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .diagnostics import Diagnostic
 
@@ -99,8 +99,8 @@ def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_f
 
 
 def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, progress) -> None:
-    from .planner.plan import to_json
     from .plan import plan_paths
+    from .planner.plan import to_json
     from .targets import render_all
     from .targets.context import TargetContext
 

@@ -140,7 +140,8 @@ def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0):
               help="optimal: CP-SAT, SEMANTICS.md §5; zenml: the reference reconciler, simulated.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 when nothing changes, 2 when the plan changes something.")
+@click.option("--detailed-exitcode", is_flag=True,
+              help="Exit 0 when nothing changes, 2 when the plan changes something.")
 @click.option("--verbose", "-v", is_flag=True, help="Timings on stderr.")
 @quiet_option
 @color_option
@@ -153,8 +154,8 @@ def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose,
     """
     import time
 
-    from .planner.plan import to_json
     from .plan import plan_paths
+    from .planner.plan import to_json
     from .writer import write_atomic
 
     started = time.perf_counter()

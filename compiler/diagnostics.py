@@ -89,7 +89,8 @@ S002 = rule("S002", "error", "missing required field", "structure")
 S003 = rule("S003", "error", "value has the wrong type or format", "structure")
 S004 = rule("S004", "error", "unsupported apiVersion or kind", "structure")
 S005 = rule("S005", "error", "unknown component flavor", "structure")
-S006 = rule("S006", "error", "friendly alias given together with its canonical key (cpu/mcpu, memory/memory_mb)", "structure")
+S006 = rule("S006", "error", "friendly alias given together with its canonical key (cpu/mcpu, memory/memory_mb)",
+            "structure")
 
 N001 = rule("N001", "error", "duplicate name within a kind", "names")
 N002 = rule("N002", "error", "reference to an unknown pool, stack or component", "names")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .config import Config
+from .domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from .model import Allocation, parse_timestamp
 from .requests import StepRequest
-from .domain.problem import Pool, PolicyRule, Problem, Request, Running, start_ranks
 
 
 def pools_of(config: Config) -> tuple[Pool, ...]:

@@ -8,6 +8,7 @@ import json
 
 from .load import Span
 
+
 class Positions:
     """Character offset -> 1-based (line, column)."""
 

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
-                      model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 
 from .units import QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
 
@@ -25,7 +33,8 @@ RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
 # the end for every regex flavour: Python's "$" alone also matches before a final
 # newline, so check-jsonschema would accept "gpu\n" (a YAML block scalar key).
 RESOURCE_MAP_KEY = r"^[a-z][a-z0-9_]{0,62}$(?![\s\S])"
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_KEY = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 RFC3339 = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:"
            r"([0-5][0-9]|60)(\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
@@ -107,7 +116,7 @@ class ResourceMap(BaseModel):
         return Strict._no_nulls.__func__(cls, data)
 
     @model_validator(mode="after")
-    def _keys_and_aliases(self) -> "ResourceMap":
+    def _keys_and_aliases(self) -> ResourceMap:
         for key in self.__pydantic_extra__ or {}:
             if key in ("cpu", "memory") or not _KEY_FULL.fullmatch(key):
                 raise ValueError(f"{key!r} is not a resource key ([a-z][a-z0-9_]*, at most 63 characters)")
@@ -176,7 +185,7 @@ class SageMakerComponent(Spec):
     instance_types: list[Annotated[str, StringConstraints(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]] | None = None
 
 
-Component = Annotated[Union[KubernetesComponent, SageMakerComponent], Field(discriminator="flavor")]
+Component = Annotated[KubernetesComponent | SageMakerComponent, Field(discriminator="flavor")]
 
 
 class StackSpec(Spec):
@@ -203,7 +212,7 @@ class ResourceSettings(Spec):
     autoscaling_target: Annotated[float, Field(gt=0, le=MAX_INT)] | None = None
     max_concurrency: PositiveCount | None = None
 
-    def merged_over(self, default: "ResourceSettings | None") -> "ResourceSettings":
+    def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
         """Field by field, this (the step) wins; pool_resources maps merge key by key."""
         if default is None:
             return self

@@ -14,23 +14,23 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Callable, Iterable, Mapping
 
 from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
+from .domain.naming import allocation_name
+from .domain.problem import Problem, Running
+from .inputs import problem_from_config
 from .load import Document
 from .model import Allocation
+from .planner.plan import Plan, assemble, inputs_digest
+from .planner.solution import Solution
 from .requests import StepRequest
-from .domain.naming import allocation_name
 from .state import StateRead, changes, dump_state, read_state, state_from_plan
 from .validate import Validation, validate_paths
-from .inputs import problem_from_config
-from .planner.plan import Plan, assemble, inputs_digest
-from .domain.problem import Problem, Running
-from .planner.solution import Solution
 
 STRATEGIES = ("optimal", "zenml")
 # Errors in a step that mean it can never run as written. R003/R004 are not here:

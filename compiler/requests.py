@@ -12,7 +12,7 @@ from datetime import datetime
 
 from .config import Config, Entry
 from .model import Pipeline, ResourceSettings, parse_timestamp
-from .units import memory_mb_ceil, mcpu_ceil
+from .units import mcpu_ceil, memory_mb_ceil
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ import copy
 import difflib
 import json
 import re
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any
 
 from . import diagnostics as d
 from .diagnostics import Diagnostic
@@ -102,7 +103,7 @@ def dump(schema: dict) -> str:
 
 # --- validation --------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def packaged_schema(name: str) -> dict:
     return json.loads(resources.files("compiler.schemas").joinpath(name).read_text("utf-8"))
 
@@ -119,7 +120,7 @@ def _ecma_pattern(validator, pattern, instance, schema):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str):
     from jsonschema import Draft202012Validator, validators
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from . import diagnostics as d
 from .config import build_config
-from .domain.naming import allocation_name
 from .diagnostics import Diagnostic
+from .domain.naming import allocation_name
 from .jsonpos import JsonScan
 from .load import Document, Span
 from .model import Allocation

@@ -6,8 +6,8 @@ and so can any other tool that wants poolc's diagnostics.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .checks import Context, run_checks
 from .config import Config, build_config

@@ -10,13 +10,13 @@ preemption candidates, and (per policy) every in-share subset.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import combinations
 
 from compiler.domain.problem import PolicyRule, Problem, Request, Running
 
 UNBOUNDED_IF_ABSENT = ("mcpu", "memory_mb", "step_run")
-EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 # ------------------------------------------------------------ static rules
@@ -184,7 +184,7 @@ def vector(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> l
 
 
 def _key(problem: Problem, vec: list[int]) -> tuple[int, ...]:
-    return tuple(v if up else -v for v, (_, up) in zip(vec, layout(problem)))
+    return tuple(v if up else -v for v, (_, up) in zip(vec, layout(problem), strict=True))
 
 
 def optimum(problem: Problem) -> list[int]:

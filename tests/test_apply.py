@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from support import cli
 
 from compiler.apply import apply_paths, default_state_path
-from support import cli
 from compiler.domain.naming import allocation_name
 
 REPO = Path(__file__).resolve().parent.parent

@@ -102,7 +102,8 @@ def test_memory_conversion_rounds_gib_down_to_decimal_mb():
 
 
 def test_importing_the_catalog_is_light():
-    code = "import sys, compiler.domain.catalog as c; c.load_catalog(); print(sorted({'ortools', 'pydantic'} & set(sys.modules)))"
+    code = ("import sys, compiler.domain.catalog as c; c.load_catalog(); "
+            "print(sorted({'ortools', 'pydantic'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

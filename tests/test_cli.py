@@ -107,7 +107,7 @@ def test_github_format():
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert len(lines) == 2
-    for line, (severity, rule) in zip(lines, [("warning", "R005"), ("error", "K002")]):
+    for line, (severity, rule) in zip(lines, [("warning", "R005"), ("error", "K002")], strict=True):
         match = re.fullmatch(r"::(error|warning) file=([^,]+),line=(\d+),col=(\d+),endLine=(\d+),"
                              r"endColumn=(\d+),title=([A-Z]\d{3})::(.+)", line)
         assert match, line

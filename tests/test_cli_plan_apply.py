@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support import cli
 
 REPO = Path(__file__).resolve().parent.parent

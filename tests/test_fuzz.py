@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_schema import model_accepts, reference_validator
 
 from compiler.load import load_paths
 from compiler.schema import KIND_FILES
 from compiler.validate import validate_paths
-from test_schema import model_accepts, reference_validator
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
 from compiler import load
 from compiler.load import Document, expand_paths, load_file, load_paths, load_text
 

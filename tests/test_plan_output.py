@@ -7,16 +7,16 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from compiler.domain.eligibility import eligible_policies
+from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
+from compiler.plan import plan_paths
 from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message
 from compiler.planner.plan import inputs_digest, to_json
-from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
-from compiler.domain.eligibility import eligible_policies
-from compiler.plan import plan_paths
 from compiler.planner.solution import Solution
 from compiler.report.plan_text import render_plan
 from compiler.validate import validate_paths
@@ -274,7 +274,7 @@ metadata:
 POOL = Pool("dc", {"gpu": 8, "step_run": 10})
 PROD = PolicyRule("prod", "prod-k8s", "dc", 100, {"gpu": 2}, {"gpu": 6, "step_run": 10})
 RESEARCH = PolicyRule("research", "research-k8s", "dc", 10, {}, {"gpu": 8, "step_run": 10})
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _state(requests, running=(), admitted=None, preempted=None, strategy="optimal"):

@@ -7,18 +7,18 @@ import os
 import random
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from compiler.planner.optimal import solve
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from compiler.planner.optimal import solve
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bruteforce  # noqa: E402
 
-T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -109,7 +109,7 @@ def random_contention_problem(seed: int) -> Problem:
     rng = random.Random(seed)
     pools = [Pool(n, {"gpu": rng.randint(2, 4), "mcpu": rng.randint(2, 4)})
              for n in ("p1", "p2")[: rng.randint(1, 2)]]
-    prio = {s: p for s, p in zip("abc", rng.sample([0, 3, 7, 10], 3))}
+    prio = {s: p for s, p in zip("abc", rng.sample([0, 3, 7, 10], 3), strict=True)}
     policies = []
     for pool in pools:
         left = dict(pool.capacity)

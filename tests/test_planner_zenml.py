@@ -5,14 +5,14 @@ seeded property test whose checks are written here, independently of the module.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from compiler.planner.zenml import solve
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def pool(name: str, **capacity: int) -> Pool:
@@ -394,9 +394,9 @@ def check_invariants(problem: Problem, solution) -> None:
         # allocations and grants of its policy, preemptible ones started no later), it
         # holds more than the reserve on some key.
         p = pools[a.pool]
-        stamp = a.started_at or datetime.min.replace(tzinfo=timezone.utc)
+        stamp = a.started_at or datetime.min.replace(tzinfo=UTC)
         before = [b for b in problem.running if b.subject == a.subject and b.pool == a.pool and b is not a
-                  and (not b.preemptible or (b.started_at or datetime.min.replace(tzinfo=timezone.utc)) <= stamp)]
+                  and (not b.preemptible or (b.started_at or datetime.min.replace(tzinfo=UTC)) <= stamp)]
         np_grants = [needs(p, r.demand) for pp, qq, r in placed if qq is q and not r.preemptible]
         ahead = total([holds_on(p, b.holds) for b in before] + np_grants)
         mine = holds_on(p, a.holds)

@@ -180,9 +180,11 @@ def test_sarif_exact_and_valid():
                 "informationUri": "https://github.com/poolc/poolc",
                 "version": __version__,
                 "rules": [
-                    {"id": "P006", "shortDescription": {"text": "custom resource key is not enforced by Kueue at runtime"},
+                    {"id": "P006",
+                     "shortDescription": {"text": "custom resource key is not enforced by Kueue at runtime"},
                      "defaultConfiguration": {"level": "warning"}},
-                    {"id": "R004", "shortDescription": {"text": "non-preemptible step asks more than every reserved share"},
+                    {"id": "R004",
+                     "shortDescription": {"text": "non-preemptible step asks more than every reserved share"},
                      "defaultConfiguration": {"level": "error"}},
                     {"id": "S001", "shortDescription": {"text": "unknown field"},
                      "defaultConfiguration": {"level": "error"}},

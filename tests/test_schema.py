@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -226,7 +226,7 @@ def test_any_document_schema_requires_the_envelope():
 
 # --- schema and model agree -------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def reference_validator(kind: str):
     """The packaged schema judged as check-jsonschema judges it, in-process: 'pattern'
     with ECMA-262 semantics (regress, the engine check-jsonschema uses; Python's '$'

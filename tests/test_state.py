@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from test_plan_output import FILES, decided, greedy, write_platform
 
+from compiler.domain.naming import allocation_name
+from compiler.lock import StateLockError, state_lock
 from compiler.model import Allocation
 from compiler.plan import plan_paths
 from compiler.planner.solution import Solution
-from compiler.domain.naming import allocation_name
-from compiler.lock import StateLockError, state_lock
 from compiler.state import changes, dump_state, read_state, state_from_plan, write_state
-from test_plan_output import FILES, decided, greedy, write_platform
 
 REPO = Path(__file__).resolve().parent.parent
 

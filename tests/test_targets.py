@@ -28,8 +28,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from compiler.targets import TARGETS, render_all, render_target
 from compiler.domain.naming import short_name
+from compiler.targets import TARGETS, render_all, render_target
 from compiler.targets.context import TargetContext
 from compiler.targets.kubernetes import kubernetes_quantity
 from compiler.targets.yamlout import dump_document, scalar

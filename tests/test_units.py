@@ -14,8 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.units import (QUANTITY_PATTERN, format_mcpu, format_memory_mb, gigabytes_ceil, mcpu_ceil,
-                            memory_mb_ceil, memory_mb_floor, parse_bytes)
+from compiler.units import (
+    QUANTITY_PATTERN,
+    format_mcpu,
+    format_memory_mb,
+    gigabytes_ceil,
+    mcpu_ceil,
+    memory_mb_ceil,
+    memory_mb_floor,
+    parse_bytes,
+)
 
 DECIMAL_UNITS = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "k": 10**3, "K": 10**3,
                  "M": 10**6, "G": 10**9, "T": 10**12}

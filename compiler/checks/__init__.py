@@ -6,18 +6,18 @@ Each rule family is one module; each check is a small generator registered with
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterator
 
 from ..config import Config
 from ..diagnostics import Diagnostic
 from ..requests import StepRequest, build_requests
 
-CHECKS: list[Callable[["Context"], Iterator[Diagnostic]]] = []
+CHECKS: list[Callable[[Context], Iterator[Diagnostic]]] = []
 
 
-def check(fn: Callable[["Context"], Iterator[Diagnostic]]):
+def check(fn: Callable[[Context], Iterator[Diagnostic]]):
     """Register a check; its docstring is the rule's user documentation."""
     CHECKS.append(fn)
     return fn

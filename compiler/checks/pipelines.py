@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
-from ..model import SageMakerComponent
 from ..domain.eligibility import eligible_policies, rejection
+from ..model import SageMakerComponent
 from ..requests import StepRequest
 from ..units import parse_bytes
 from . import Context, check
@@ -82,7 +82,7 @@ def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
         return  # the catalog is not even read
     from ..domain.catalog import NoFit, choose_instance, unknown_instance_types
 
-    for name, (component, stack) in sorted(ctx.components.items()):
+    for _, (component, stack) in sorted(ctx.components.items()):
         if isinstance(component, SageMakerComponent) and component.instance_types:
             index = stack.obj.spec.step_operators.index(component)
             for unknown in unknown_instance_types(component.instance_types):

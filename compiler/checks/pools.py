@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
@@ -100,7 +100,7 @@ def custom_keys_not_enforced(ctx: Context) -> Iterator[Diagnostic]:
     """P006 (warning): a custom capacity key (a licence, a session count) is planned by
     poolc but not enforced by Kueue at runtime; reported once per key."""
     seen: set[str] = set()
-    for name, pool in sorted(ctx.config.pools.items()):
+    for _, pool in sorted(ctx.config.pools.items()):
         for key in pool.obj.spec.capacity.units():
             if key not in BUILTIN_KEYS and key not in seen:
                 seen.add(key)

@@ -9,7 +9,8 @@ checks, both planners, the explanations and the plan's ``borrowed`` field.
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping, TypeVar
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TypeVar
 
 from .problem import Problem, Running, start_time
 

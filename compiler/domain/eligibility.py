@@ -11,8 +11,8 @@ written here once, so validate and the plan say the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .problem import BUILTIN_UNBOUNDED, PolicyRule, Pool, Problem, Request
 

@@ -9,9 +9,9 @@ shares, borrowed parts, victim order).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Mapping
+from datetime import UTC, datetime
 
 # Keys that are unbounded in a pool that has no row for them (FORMAT.md).
 BUILTIN_UNBOUNDED = ("mcpu", "memory_mb", "step_run")
@@ -102,14 +102,14 @@ class Problem:
         return None
 
 
-EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 def start_time(when: datetime | None) -> datetime:
     """A started_at for ordering: missing = earliest; a naive time is taken as UTC."""
     if when is None:
         return EARLIEST
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def start_ranks(running: list[Running]) -> list[Running]:

@@ -8,14 +8,13 @@ sentences, deterministic, and name the rule, the key and both numbers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-from ..domain.problem import EARLIEST, PolicyRule, Problem, Request, Running, start_time
 from ..domain.borrowing import split_reserved
 from ..domain.eligibility import metered_demand
+from ..domain.problem import EARLIEST, PolicyRule, Problem, Request, Running, start_time
 from .solution import Solution
-
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int], keys) -> None:
@@ -43,7 +42,7 @@ class FinalState:
     policies: dict[str, PolicyRule] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, problem: Problem, solution: Solution) -> "FinalState":
+    def of(cls, problem: Problem, solution: Solution) -> FinalState:
         state = cls(problem, solution, [a for a in problem.running if a.name not in solution.preempted])
         state.policies = {q.name: q for q in problem.policies}
         state.used = {p.name: {} for p in problem.pools}

@@ -54,15 +54,16 @@ the same form with bound = reserved.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ortools.sat.python import cp_model
 
-from ..domain.problem import PolicyRule, Problem, Request, Running
-from ..domain.eligibility import eligible_policies, metered_demand
-from ..domain.borrowing import borrowed_parts
 from compiler.planner.solution import Solution
+
+from ..domain.borrowing import borrowed_parts
+from ..domain.eligibility import eligible_policies, metered_demand
+from ..domain.problem import PolicyRule, Problem, Request, Running
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
@@ -298,7 +299,7 @@ def _hard_rules(problem: Problem, b: _Built) -> None:
                     for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
                     if q.pool == pool.name and cls.demands[pi].get(k, 0) > 0]
             rule(used, kept_pool.get((pool.name, k), 0),
-                 freed(lambda vc: vc.policy.pool == pool.name, k), pool.capacity[k],
+                 freed(lambda vc, name=pool.name: vc.policy.pool == name, k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
 
     for q in sorted(problem.policies, key=lambda q: q.name):
@@ -308,7 +309,7 @@ def _hard_rules(problem: Problem, b: _Built) -> None:
         for k in sorted(pool.capacity):
             mine = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, p in enumerate(cls.policies)
                     if p.name == q.name and cls.demands[pi].get(k, 0) > 0]
-            terms = freed(lambda vc: vc.policy.name == q.name, k)
+            terms = freed(lambda vc, name=q.name: vc.policy.name == name, k)
             const = kept_pol.get((q.name, k), 0)
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
                  q.limit.get(k, pool.capacity[k]), f"lim_{q.name}_{k}")
@@ -421,14 +422,14 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
     """Plan `problem` with the §5 lexicographic objective; see the module docstring."""
     b = _build(problem)
     assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
-    vals = _decisions(b, lambda var: assignment[var.index])
+    vals = _decisions(b, lambda var, chosen=assignment: chosen[var.index])
     bounds: list[int] = []
     spent = 0.0
     for i, tier in enumerate(b.tiers, 1):
         if tier.setup is not None:
             tier.setup()
             known = assignment
-            assignment = _exact_assignment(b, lambda var: known.get(var.index, 0))
+            assignment = _exact_assignment(b, lambda var, known=known: known.get(var.index, 0))
         expr = _linear(tier.terms)
         bound = tier.trivial_bound
         # Fair share of what is left: a hard tier cannot starve the ones after it, and
@@ -447,7 +448,7 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
             spent += solver.deterministic_time
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
-                vals = _decisions(b, lambda var: assignment[var.index])
+                vals = _decisions(b, lambda var, chosen=assignment: chosen[var.index])
                 found = round(solver.best_objective_bound)      # integral: integer objective
                 bound = (min if tier.maximize else max)(bound, found)
             elif status != cp_model.UNKNOWN:
@@ -463,7 +464,7 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
     objective = [tier.value(vals) for tier in b.tiers]
-    gap = max([abs(bd - v) / max(1, abs(v)) for bd, v in zip(bounds, objective)], default=0.0)
+    gap = max([abs(bd - v) / max(1, abs(v)) for bd, v in zip(bounds, objective, strict=True)], default=0.0)
     return _hand_out(problem, b, vals, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
 
 

@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from ..config import Config
 from ..diagnostics import Diagnostic
+from ..domain.borrowing import borrowed_parts
+from ..domain.eligibility import eligible_policies, rejection
+from ..domain.problem import Problem, Running
 from ..model import KINDS, Allocation
 from ..requests import StepRequest
-from .explain import (FinalState, allocated_message, preempted_message, queued_message, requeued_message,
-                      running_message, unmanaged_message)
-from ..domain.problem import Problem, Running
-from ..domain.eligibility import eligible_policies, rejection
-from ..domain.borrowing import borrowed_parts
+from .explain import (
+    FinalState,
+    allocated_message,
+    preempted_message,
+    queued_message,
+    requeued_message,
+    running_message,
+    unmanaged_message,
+)
 from .solution import Solution
 
 FORMAT_VERSION = 1

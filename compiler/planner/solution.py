@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 class Solution:
     strategy: str                                   # "optimal" | "zenml"
     admitted: dict[str, str]                        # request id -> name of the policy it is admitted through
-    preempted: dict[str, list[str]] = field(default_factory=dict)  # allocation name -> sorted request ids it made room for
+    # allocation name -> sorted request ids it made room for
+    preempted: dict[str, list[str]] = field(default_factory=dict)
     status: str = "OPTIMAL"                         # "OPTIMAL" | "FEASIBLE" (a limit stopped the solve)
     objective: list[int] = field(default_factory=list)  # SEMANTICS.md §5 tier values in order ([] for zenml)
     gap: float = 0.0                                # largest relative gap between a tier's value and its bound

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import bisect
 
-from ..domain.problem import PolicyRule, Pool, Problem, Request, start_time
+from compiler.planner.solution import Solution
+
 from ..domain.borrowing import split_reserved
 from ..domain.eligibility import eligible_policies, metered_demand
-from compiler.planner.solution import Solution
+from ..domain.problem import PolicyRule, Pool, Problem, Request, start_time
+
 
 class _Ticket:
     """One request, shared by its queue entries in every eligible pool."""
@@ -59,7 +61,7 @@ class _Alloc:
 
     __slots__ = ("name", "policy", "preemptible", "holds", "keys", "time", "is_running")
 
-    def __init__(self, name: str, policy: "_Policy | None", preemptible: bool,
+    def __init__(self, name: str, policy: _Policy | None, preemptible: bool,
                  holds: dict[str, int], time: int, is_running: bool) -> None:
         self.name = name
         self.policy = policy

@@ -7,8 +7,9 @@ Each module exposes ``render(diagnostics) -> str``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic

@@ -9,7 +9,7 @@ time-dependent is printed (timings go to stderr with --verbose).
 from __future__ import annotations
 
 import io
-from typing import Mapping
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.padding import Padding

@@ -16,11 +16,11 @@ TARGETS = {"kubernetes": "compiler.targets.kubernetes", "kueue": "compiler.targe
            "sagemaker": "compiler.targets.sagemaker"}
 
 
-def render_target(name: str, ctx: "TargetContext") -> dict[str, str]:
+def render_target(name: str, ctx: TargetContext) -> dict[str, str]:
     return import_module(TARGETS[name]).render(ctx)
 
 
-def render_all(ctx: "TargetContext") -> dict[str, str]:
+def render_all(ctx: TargetContext) -> dict[str, str]:
     """Every target's files, by path (the targets' paths never overlap)."""
     files: dict[str, str] = {}
     for name in TARGETS:

@@ -8,16 +8,16 @@ policy the plan admitted each step through) or straight from a validated config
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping
 
 from .. import __version__
 from ..config import Config, Entry
-from ..model import KubernetesComponent, Policy, SageMakerComponent, Stack
-from ..inputs import problem_from_config
-from ..domain.problem import PolicyRule, Problem
 from ..domain.eligibility import eligible_policies
+from ..domain.problem import PolicyRule, Problem
+from ..inputs import problem_from_config
+from ..model import KubernetesComponent, Policy, SageMakerComponent, Stack
 from ..requests import StepRequest, build_requests
 
 Component = KubernetesComponent | SageMakerComponent
@@ -35,7 +35,7 @@ class TargetContext:
     version: str = __version__
 
     @classmethod
-    def from_validation(cls, validation, assignment: Mapping[str, str] | None = None) -> "TargetContext":
+    def from_validation(cls, validation, assignment: Mapping[str, str] | None = None) -> TargetContext:
         """Build the context; ``assignment`` (e.g. a plan's allocated policies) wins
         for the requests it names, the others get their first eligible policy."""
         config: Config = validation.config

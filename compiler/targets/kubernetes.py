@@ -13,11 +13,11 @@ import json
 import re
 from collections import defaultdict
 
+from ..domain.naming import dns_label, hash_suffixed, local_queue_name, priority_class_name
 from ..model import KubernetesComponent
 from ..requests import StepRequest
-from ..domain.naming import dns_label, hash_suffixed, local_queue_name, priority_class_name
-from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from ..units import format_mcpu, format_memory_mb
+from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 
 BUILTIN_KEYS = ("gpu", "mcpu", "memory_mb", "step_run")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..domain.naming import cluster_queue_name, cohort_name, local_queue_name, priority_class_name
 from ..domain.problem import BUILTIN_UNBOUNDED, PolicyRule, Pool
 from ..units import format_mcpu, format_memory_mb
-from ..domain.naming import cluster_queue_name, cohort_name, local_queue_name, priority_class_name
 from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 
+from ..domain.catalog import NoFit, choose_instance
+from ..domain.naming import training_job_name
 from ..model import SageMakerComponent
 from ..requests import StepRequest
 from ..units import gigabytes_ceil
-from ..domain.catalog import NoFit, choose_instance
-from ..domain.naming import training_job_name
 from .context import TargetContext
 
 DEFAULT_VOLUME_GB = 30

@@ -14,7 +14,8 @@ meaning).
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 # Letters, digits and a few separators; ':' is allowed but not before a space or at
 # the end (that would start a mapping); '#' never (comments).
