@@ -9,13 +9,16 @@ removes generated files whose source is gone and never touches anything else.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from .domain.plan import Plan
 
 
 def default_state_path(output_dir: str) -> str:
@@ -48,33 +51,21 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
+def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:
+    from .domain.plan import Plan, PlanFormatError
+
     text = _read(plan_file)
     if text is None:
         return None, f"cannot read plan file {plan_file}"
     try:
-        saved = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"{plan_file}:{exc.lineno}:{exc.colno}: not a plan file: {exc.msg}"
-    except RecursionError:
-        return None, f"{plan_file}: not a plan file (nested too deeply)"
-    strategy = saved.get("solver", {}).get("strategy") if isinstance(saved, dict) \
-        and isinstance(saved.get("solver"), dict) else None
-    if isinstance(strategy, str) and strategy not in ("optimal", "zenml"):
-        return None, f"{plan_file}: the plan names an unknown strategy {strategy!r}"
-    shape_ok = (isinstance(saved, dict) and saved.get("format_version") == 1
-                and isinstance(saved.get("inputs_digest"), str)
-                and isinstance(saved.get("solver"), dict) and isinstance(saved["solver"].get("strategy"), str)
-                and isinstance(saved.get("requests"), list)
-                and all(isinstance(r, dict) for r in saved["requests"]))
-    if not shape_ok:
-        return None, (f"{plan_file}: not a poolc plan file (format_version 1 with inputs_digest, solver and "
-                      "requests, as `poolc plan --out` writes it)")
-    return saved, None
+        return Plan.from_json(text), None
+    except PlanFormatError as exc:
+        return None, f"{plan_file}: {exc}"
 
 
-def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_file: str | None = None,
-                check: bool = False, progress: Callable[[str], None] | None = None) -> ApplyResult:
+def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None,
+                plan_file: str | None = None, check: bool = False,
+                progress: Callable[[str], None] | None = None) -> ApplyResult:
     """Plan, render and (unless ``check``) write; see the module docstring."""
     from .lock import state_lock
 
@@ -98,16 +89,12 @@ def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_f
     return result
 
 
-def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, progress) -> None:
+def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: Plan | None,
+             progress: Callable[[str], None] | None) -> None:
     from .plan import plan_paths
-    from .planner.plan import to_json
     from .targets import render_all
-    from .targets.context import TargetContext
 
-    strategy = (saved or {}).get("solver", {}).get("strategy", "optimal")
-    if strategy not in ("optimal", "zenml"):
-        result.refused = f"the plan file names an unknown strategy {strategy!r}"
-        return
+    strategy = saved.solver.strategy if saved is not None else "optimal"
     planned = plan_paths(paths, state_file=result.state_path, strategy=strategy, progress=progress)
     result.diagnostics = planned.plan.diagnostics_list()
     if not planned.validation.ok:
@@ -116,20 +103,17 @@ def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, pr
     if any(x.severity == "error" for x in planned.state.diagnostics):
         result.refused = f"the state file {result.state_path} is not valid"
         return
-    plan_json = json.loads(to_json(planned.plan))
     if saved is not None:
-        if saved["inputs_digest"] != plan_json["inputs_digest"]:
-            result.refused = (f"the plan was made from other inputs ({saved['inputs_digest']}); they are now "
-                              f"{plan_json['inputs_digest']} (the files or the state {result.state_path} "
-                              "changed): run `poolc plan --out` again, with --state {result.state_path}")
+        if saved.inputs_digest != planned.plan.inputs_digest:
+            result.refused = (f"the plan was made from other inputs ({saved.inputs_digest}); they are now "
+                              f"{planned.plan.inputs_digest} (the files or the state {result.state_path} "
+                              f"changed): run `poolc plan --out` again, with --state {result.state_path}")
             return
-        if saved != plan_json:
+        if saved.as_dict() != planned.plan.as_dict():
             result.refused = ("the plan file does not match what this poolc plans for the same inputs "
                               "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
             return
-    assignment = {r["id"]: r["policy"] for r in plan_json["requests"]
-                  if r["status"] == "allocated" and r["policy"]}
-    result.files = render_all(TargetContext.from_validation(planned.validation, assignment))
+    result.files = render_all(planned.validation.config, planned.plan, planned.validation.requests)
     result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
     result.state_text = planned.state_text(result.files)
     for relative, text in sorted(result.files.items()):

@@ -154,8 +154,8 @@ def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose,
     """
     import time
 
+    from .domain.plan import to_json
     from .plan import plan_paths
-    from .planner.plan import to_json
     from .writer import write_atomic
 
     started = time.perf_counter()
@@ -172,7 +172,7 @@ def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose,
         from .report.plan_text import render_plan
 
         color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-        click.echo(render_plan(result, color=color), nl=False)
+        click.echo(render_plan(result.plan, color=color), nl=False)
         from .report import render
 
         shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]

@@ -29,6 +29,9 @@ class Diagnostic:
     rule: str
     severity: Severity
     message: str
+    # The request ("<pipeline>/<step>") the finding is about, when it is about one:
+    # the plan marks that step rejected. Not part of the JSON output.
+    request: str | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
         return {

@@ -64,10 +64,11 @@ class Document:
             key = True  # an absent child is reported at its parent's key
 
     def diagnostic(self, rule: d.Rule, message: str, path: Iterable[str | int] = (),
-                   *, key: bool = False, severity: d.Severity | None = None) -> Diagnostic:
+                   *, key: bool = False, severity: d.Severity | None = None,
+                   request: str | None = None) -> Diagnostic:
         line, col, end_line, end_col = self.span(path, key=key)
         return Diagnostic(self.file, line, col, end_line, end_col, rule.id,
-                          severity or rule.severity, message)
+                          severity or rule.severity, message, request)
 
 
 @dataclass

@@ -22,11 +22,11 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.naming import allocation_name
+from .domain.plan import Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
-from .load import Document
 from .model import Allocation
-from .planner.plan import Plan, assemble, inputs_digest
+from .planner.plan import assemble, inputs_digest
 from .planner.solution import Solution
 from .requests import StepRequest
 from .state import StateRead, changes, dump_state, read_state, state_from_plan
@@ -94,32 +94,24 @@ def load_strategy(name: str | Strategy, progress: Callable[[str], None] | None =
     return solve
 
 
-def _inside(diagnostic: Diagnostic, doc: Document) -> bool:
-    line, _, end_line, _ = doc.start
-    return diagnostic.file == doc.file and line <= diagnostic.line <= max(line, end_line)
-
-
 def step_errors(config: Config, requests: list[StepRequest],
                 diagnostics: Iterable[Diagnostic]) -> dict[str, tuple[str, str]]:
     """Steps that can never run as written: request id -> (rule id, message).
 
     A step whose pipeline names a missing stack has no requester (N002); a step an
-    error diagnostic names ("step 'x' ...", inside its pipeline document) takes
-    that diagnostic's rule and message."""
-    errors = [x for x in diagnostics if x.severity == "error" and x.rule in _STEP_RULES]
+    error diagnostic is about (its ``request``) takes that diagnostic's rule and
+    message (the first, in report order)."""
     found: dict[str, tuple[str, str]] = {}
+    for x in diagnostics:
+        if x.severity == "error" and x.rule in _STEP_RULES and x.request is not None:
+            found.setdefault(x.request, (x.rule, x.message))
     for request in requests:
         stack = request.entry.obj.spec.stack
         if stack not in config.stacks:
             found[request.id] = (d.N002.id, f"pipeline {request.pipeline} uses stack {stack}, which is not "
                                  "defined in the files given; define the stack or fix its name")
-            continue
-        prefix = f"step {request.step!r} "
-        for x in errors:
-            if x.message.startswith(prefix) and _inside(x, request.entry.doc):
-                found[request.id] = (x.rule, x.message)
-                break
-    return found
+    known = {r.id for r in requests}
+    return {rid: found[rid] for rid in sorted(found) if rid in known}
 
 
 def _running_steps(requests: list[StepRequest], running: Iterable[Running]) -> dict[str, Running]:

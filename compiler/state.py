@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 from . import diagnostics as d
 from .config import build_config
 from .diagnostics import Diagnostic
-from .domain.naming import allocation_name
+from .domain.naming import allocation_name, step_label
+from .domain.plan import ALLOCATED, Plan
 from .jsonpos import JsonScan
 from .load import Document, Span
 from .model import Allocation
@@ -164,14 +165,14 @@ def allocation_json(allocation: Allocation) -> dict:
     return allocation.model_dump(mode="json", exclude_none=True)
 
 
-# Marks an allocation apply recorded for a step ("<pipeline>.<step>"; a label value
-# cannot hold "/"): when the step is gone from the inputs, so is its allocation.
+# Marks an allocation apply recorded for a step (naming.step_label): when the step
+# is gone from the inputs, so is its allocation.
 STEP_LABEL = "poolc.dev/step"
 
 
 def _step_of(allocation: Allocation) -> str | None:
-    value = allocation.metadata.labels.get(STEP_LABEL)
-    return value.replace(".", "/", 1) if value else None
+    """The step label of an allocation apply recorded; None for one a user wrote."""
+    return allocation.metadata.labels.get(STEP_LABEL)
 
 
 def new_allocation(request_id: str, requester: str, pool: str, policy: str, preemptible: bool,
@@ -182,13 +183,13 @@ def new_allocation(request_id: str, requester: str, pool: str, policy: str, pree
         "kind": "Allocation",
         "metadata": {"name": allocation_name(request_id),
                      "description": f"step {request_id}, admitted through policy {policy}",
-                     "labels": {STEP_LABEL: request_id.replace("/", ".", 1)}},
+                     "labels": {STEP_LABEL: step_label(request_id)}},
         "spec": {"subject": requester, "pool": pool, "preemptible": preemptible,
                  "holds": dict(sorted(demand.items()))},
     })
 
 
-def state_from_plan(plan, previous: Iterable[Allocation], *, files: Mapping[str, str] | None = None,
+def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mapping[str, str] | None = None,
                     digest: str | None = None, from_files: Iterable[str] = (),
                     preempted_before: Iterable[str] = ()) -> dict:
     """The state a plan decides: the running allocations it keeps (every document in
@@ -202,11 +203,12 @@ def state_from_plan(plan, previous: Iterable[Allocation], *, files: Mapping[str,
     which covers the previous state: the state would then never match a re-run
     right after `apply`, and `apply --check` would call every fresh state stale."""
     preempted = {p.id for p in plan.preempted}
-    steps = {r.id for r in plan.requests}
+    steps = {step_label(r.id) for r in plan.requests}
     kept = {a.metadata.name: a for a in previous if a.metadata.name not in preempted
             and (_step_of(a) is None or _step_of(a) in steps)}
     for request in plan.requests:
-        if request.status == "allocated" and request.pool is not None and request.running is None:
+        if (request.status == ALLOCATED and request.pool is not None and request.policy is not None
+                and request.requester is not None and request.running is None):
             alloc = new_allocation(request.id, request.requester, request.pool, request.policy,
                                    request.preemptible, request.demand)
             kept.setdefault(alloc.metadata.name, alloc)

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from compiler.domain.eligibility import eligible_policies
+from compiler.domain.plan import to_json
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from compiler.plan import plan_paths
 from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message
-from compiler.planner.plan import inputs_digest, to_json
+from compiler.planner.plan import inputs_digest
 from compiler.planner.solution import Solution
 from compiler.report.plan_text import render_plan
 from compiler.validate import validate_paths
@@ -225,7 +226,7 @@ def test_same_inputs_give_the_same_bytes(tmp_path, monkeypatch):
 
 def _subprocess_plan(root: Path, seed: str, strategy: str) -> str:
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_plan_output import greedy; "
-            "from compiler.plan import plan_paths; from compiler.planner.plan import to_json; "
+            "from compiler.plan import plan_paths; from compiler.domain.plan import to_json; "
             "s = sys.argv[2]; "
             "sys.stdout.write(to_json(plan_paths(['.'], strategy=greedy if s == 'greedy' else s).plan))")
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
@@ -395,8 +396,8 @@ def test_real_optimal_on_the_small_platform(tmp_path, monkeypatch):
 def test_text_plan(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path))
     result = plan_paths(["."], strategy=decided)
-    text = render_plan(result, color=False)
-    assert text == render_plan(plan_paths(["."], strategy=decided), color=False)
+    text = render_plan(result.plan, color=False)
+    assert text == render_plan(plan_paths(["."], strategy=decided).plan, color=False)
     assert "\x1b[" not in text and all(len(line) <= 100 for line in text.splitlines())
     assert text.splitlines()[:3] == [
         "Plan: strategy optimal, status OPTIMAL, gap 0, objective 1 2 1 1 15 0 0",
@@ -416,7 +417,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "  + train--eval\n  + train--train\n  - sweep-old\n",
     ):
         assert block in text
-    coloured = render_plan(result, color=True)
+    coloured = render_plan(result.plan, color=True)
     assert "\x1b[" in coloured
 
 

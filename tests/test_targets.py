@@ -7,6 +7,7 @@ Regenerate the golden files with ``pytest tests/test_targets.py --update-golden`
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,11 +30,11 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from compiler.domain.naming import short_name
+from compiler.plan import plan_paths
 from compiler.targets import TARGETS, render_all, render_target
 from compiler.targets.context import TargetContext
 from compiler.targets.kubernetes import kubernetes_quantity
 from compiler.targets.yamlout import dump_document, scalar
-from compiler.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "examples"
@@ -46,14 +47,20 @@ LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 # --- fixtures ------------------------------------------------------------------
 
-def context_for(paths: list[str], cwd: Path, assignment=None) -> TargetContext:
-    """Validate with ``cwd`` as working directory, so source paths are relative."""
+def context_for(paths: list[str], cwd: Path, assignment: dict[str, str] | None = None) -> TargetContext:
+    """Plan with ``cwd`` as working directory, so source paths are relative;
+    ``assignment`` moves steps to other policies, as another plan could."""
     before = os.getcwd()
     os.chdir(cwd)
     try:
-        return TargetContext.from_validation(validate_paths(paths), assignment)
+        result = plan_paths(paths)
     finally:
         os.chdir(before)
+    plan = result.plan
+    if assignment:
+        plan = dataclasses.replace(plan, requests=tuple(dataclasses.replace(r, policy=assignment.get(r.id, r.policy))
+                                                        for r in plan.requests))
+    return TargetContext.of(result.validation.config, plan, result.validation.requests)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,15 @@ def examples() -> TargetContext:
 
 @pytest.fixture(scope="module")
 def files(examples) -> dict[str, str]:
-    return render_all(examples)
+    return render_context(examples)
+
+
+def render_context(ctx: TargetContext) -> dict[str, str]:
+    return render_all(ctx.config, ctx.plan, ctx.requests)
+
+
+def request_of(ctx: TargetContext, request_id: str):
+    return next(r for r in ctx.requests if r.id == request_id)
 
 
 def objects_of(text: str) -> list[dict]:
@@ -257,7 +272,7 @@ def small(tmp_path_factory):
     root = tmp_path_factory.mktemp("small")
     (root / "platform.yaml").write_text(SMALL, encoding="utf-8")
     ctx = context_for(["platform.yaml"], root)
-    return ctx, render_all(ctx)
+    return ctx, render_context(ctx)
 
 
 def test_rejected_step_gets_no_file(small):
@@ -323,7 +338,7 @@ def test_assignment_from_a_plan_wins(examples):
     job = objects_of(render_target("kubernetes", ctx)["kubernetes/ml-prod/prod-training--load_data.job.yaml"])[0]
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "prod-k8s-cpu-burst"
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "poolc-500"
-    assert examples.assignment["prod-training/load_data"] == "prod-k8s-dc1"  # first eligible otherwise
+    assert examples.policy_of(request_of(examples, "prod-training/load_data")).name == "prod-k8s-dc1"
     with pytest.raises(ValueError):
         context_for(["examples"], REPO, {"prod-training/load_data": "no-such-policy"})
 
@@ -596,16 +611,16 @@ def test_workload_priority_classes_are_written_once(files):
 # --- determinism -------------------------------------------------------------------------------
 
 def test_rendering_twice_gives_the_same_bytes(examples, files):
-    assert render_all(examples) == files
+    assert render_context(examples) == files
     assert set(TARGETS) == {"kubernetes", "kueue", "sagemaker"}
 
 
 def test_output_does_not_depend_on_hash_seed(files):
     script = ("import hashlib, json, sys\n"
-              "from compiler.validate import validate_paths\n"
+              "from compiler.plan import plan_paths\n"
               "from compiler.targets import render_all\n"
-              "from compiler.targets.context import TargetContext\n"
-              "files = render_all(TargetContext.from_validation(validate_paths(['examples'])))\n"
+              "result = plan_paths(['examples'])\n"
+              "files = render_all(result.validation.config, result.plan)\n"
               "print(hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest())\n")
     expected = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     for seed in ("1", "2"):

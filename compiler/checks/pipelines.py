@@ -33,7 +33,7 @@ def quantities(ctx: Context) -> Iterator[Diagnostic]:
             if value not in (None, "auto") and parse_bytes(value) == 0:
                 yield request.entry.doc.diagnostic(
                     d.R001, f"step {request.step!r} sets {name}={value!r}, which is zero bytes; "
-                    f"give a positive quantity or leave {name} out", request.field_path(name))
+                    f"give a positive quantity or leave {name} out", request.field_path(name), request=request.id)
 
 
 @check
@@ -44,7 +44,8 @@ def replicas(ctx: Context) -> Iterator[Diagnostic]:
         if low is not None and high and low > high:
             yield request.entry.doc.diagnostic(
                 d.R002, f"step {request.step!r} has min_replicas={low} above max_replicas={high}; "
-                "raise max_replicas (0 means no limit) or lower min_replicas", request.field_path("min_replicas"))
+                "raise max_replicas (0 means no limit) or lower min_replicas", request.field_path("min_replicas"),
+                request=request.id)
 
 
 @check
@@ -70,7 +71,7 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
                                      "(outside every pool); add a Policy for it", source.path, key=True)
             continue
         rule_id, message = rejection(source.step, reasons)
-        yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key))
+        yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key), request=source.id)
 
 
 @check
@@ -99,4 +100,5 @@ def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
                                  allowed=component.instance_types)
         if isinstance(choice, NoFit):
             yield request.entry.doc.diagnostic(d.R006, f"step {request.step!r} fits no SageMaker instance of "
-                                               f"{component.name!r}: {choice.message}", request.settings_path())
+                                               f"{component.name!r}: {choice.message}", request.settings_path(),
+                                               request=request.id)

@@ -44,7 +44,8 @@ def pipeline_references(ctx: Context) -> Iterator[Diagnostic]:
                 known = ", ".join(sorted(operators)) or "none"
                 yield entry.doc.diagnostic(d.K002, f"step {step_name!r} uses step operator {step.step_operator!r}, "
                                            f"which is not in stack {spec.stack!r} (its step operators: {known})",
-                                           ("spec", "steps", step_name, "step_operator"))
+                                           ("spec", "steps", step_name, "step_operator"),
+                                           request=f"{entry.name}/{step_name}")
 
 
 @check
@@ -58,4 +59,4 @@ def step_has_image(ctx: Context) -> Iterator[Diagnostic]:
         if step.image is None and component[0].image is None:
             yield request.entry.doc.diagnostic(d.K003, f"step {request.step!r} has no image: set image on the "
                                                f"step or on component {component[0].name!r}", request.path,
-                                               key=True)
+                                               key=True, request=request.id)

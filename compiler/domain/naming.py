@@ -54,6 +54,13 @@ def allocation_name(request_id: str) -> str:
     return hash_suffixed(label, request_id)
 
 
+def step_label(request_id: str) -> str:
+    """A Kubernetes label value naming a step (``<pipeline>.<step>``; a label value
+    cannot hold ``/``), cut with the digest of the request id past 63 characters."""
+    value = request_id.replace("/", ".", 1)
+    return value if len(value) <= MAX_NAME else hash_suffixed(value, request_id)
+
+
 def training_job_name(request_id: str) -> str:
     """``<pipeline>--<step>`` in SageMaker's pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``,
     cut with the digest of the request id when longer than 63 characters."""

@@ -1,28 +1,29 @@
-"""The Plan `poolc plan` prints, and its JSON form (CLI.md, "The plan, as JSON").
-
-A plan is a value assembled from a strategy's Solution: every step with its
-status and the reason in numbers, the preemptions and whom they make room for,
-each pool's capacity/used/free, the diagnostics and the solver's verdict. The JSON
-is byte-identical for the same inputs on every run and machine: lists sorted by
-id/name, map keys sorted, no timings, and an ``inputs_digest`` that names the
-inputs by content (so `apply --plan` can refuse a plan whose inputs changed).
-
-``free`` is ``capacity - used`` and may be negative: running allocations can
-already hold more than a pool's capacity (warning A002); such a pool admits
-nothing that needs the over-full key.
-"""
+"""Assembling the Plan from a strategy's Solution: every step with its status and
+the reason in numbers, the preemptions and whom they make room for, each pool's
+capacity/used/free; and the digest that names the inputs by content (so
+`apply --plan` can refuse a plan whose inputs changed)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from ..config import Config
 from ..diagnostics import Diagnostic
 from ..domain.borrowing import borrowed_parts
 from ..domain.eligibility import eligible_policies, rejection
+from ..domain.plan import (
+    ALLOCATED,
+    QUEUED,
+    REJECTED,
+    UNMANAGED,
+    Plan,
+    PlannedRequest,
+    PoolUsage,
+    Preemption,
+    SolverInfo,
+)
 from ..domain.problem import Problem, Running
 from ..model import KINDS, Allocation
 from ..requests import StepRequest
@@ -36,102 +37,6 @@ from .explain import (
     unmanaged_message,
 )
 from .solution import Solution
-
-FORMAT_VERSION = 1
-ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
-UNMANAGED = "UNMANAGED"
-
-
-@dataclass(frozen=True)
-class PlannedRequest:
-    id: str
-    requester: str | None
-    preemptible: bool
-    demand: Mapping[str, int]
-    status: str                       # allocated | queued | rejected
-    pool: str | None
-    policy: str | None
-    borrowed: Mapping[str, int]
-    reason: str | None                # a rule id for rejected, UNMANAGED, else None
-    message: str
-    running: str | None = None        # the allocation that already runs this step (not in the JSON)
-
-    def as_dict(self) -> dict:
-        return {"id": self.id, "requester": self.requester, "preemptible": self.preemptible,
-                "demand": dict(self.demand), "status": self.status, "pool": self.pool, "policy": self.policy,
-                "borrowed": dict(self.borrowed), "reason": self.reason, "message": self.message}
-
-
-@dataclass(frozen=True)
-class Preemption:
-    id: str                           # the running allocation's name
-    pool: str
-    for_: tuple[str, ...]             # request ids it makes room for, sorted
-    message: str
-
-    def as_dict(self) -> dict:
-        return {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
-
-
-@dataclass(frozen=True)
-class PoolUsage:
-    name: str
-    capacity: Mapping[str, int]
-    used: Mapping[str, int]
-    free: Mapping[str, int]           # capacity - used; negative on an over-full pool
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "capacity": dict(self.capacity), "used": dict(self.used),
-                "free": dict(self.free)}
-
-
-@dataclass(frozen=True)
-class SolverInfo:
-    strategy: str
-    status: str
-    objective: tuple[int, ...]
-    gap: float
-
-    def as_dict(self) -> dict:
-        return {"strategy": self.strategy, "status": self.status, "objective": list(self.objective),
-                "gap": float(self.gap)}
-
-
-@dataclass(frozen=True)
-class Plan:
-    inputs_digest: str
-    requests: tuple[PlannedRequest, ...]      # sorted by id
-    preempted: tuple[Preemption, ...]         # sorted by id
-    pools: tuple[PoolUsage, ...]              # sorted by name
-    diagnostics: tuple[Diagnostic, ...]
-    solver: SolverInfo
-    # What the plan changes against what runs (allocation names added / removed /
-    # unchanged); an addition to CLI.md's shape, set by compiler.plan.
-    changes: dict[str, list[str]] | None = None
-
-    def diagnostics_list(self) -> list[Diagnostic]:
-        """Validation and state diagnostics, in report order."""
-        return list(self.diagnostics)
-
-    def by_status(self, status: str) -> list[PlannedRequest]:
-        return [r for r in self.requests if r.status == status]
-
-    def as_dict(self) -> dict:
-        return {
-            "format_version": FORMAT_VERSION,
-            "inputs_digest": self.inputs_digest,
-            "requests": [r.as_dict() for r in self.requests],
-            "preempted": [p.as_dict() for p in self.preempted],
-            "pools": [p.as_dict() for p in self.pools],
-            "diagnostics": [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule,
-                             "severity": x.severity, "message": x.message} for x in self.diagnostics],
-            "solver": self.solver.as_dict(),
-            **({"changes": self.changes} if self.changes is not None else {}),
-        }
-
-
-def to_json(plan: Plan) -> str:
-    return json.dumps(plan.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def inputs_digest(config: Config, state_allocations: Iterable[Allocation] = ()) -> str:
@@ -191,7 +96,8 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             alloc = running[step.id]
             policy = problem.policy_for(alloc.subject, alloc.pool)
             if alloc.name in preemptions:
-                planned.append(PlannedRequest(**common, status=QUEUED, pool=None, policy=None, borrowed={},
+                planned.append(PlannedRequest(**common, status=QUEUED, pool=None,
+                                              policy=policy.name if policy else None, borrowed={},
                                               reason=None, running=alloc.name,
                                               message=requeued_message(alloc.name, preemptions[alloc.name].message)))
             else:
@@ -217,7 +123,8 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             planned.append(PlannedRequest(**common, status=REJECTED, pool=None, policy=None, borrowed={},
                                           reason=rule, message=message))
         else:
-            planned.append(PlannedRequest(**common, status=QUEUED, pool=None, policy=None, borrowed={},
+            # it waits in the queue of its first eligible policy (priority, then pool name)
+            planned.append(PlannedRequest(**common, status=QUEUED, pool=None, policy=eligible[0].name, borrowed={},
                                           reason=None, message=queued_message(state, request, eligible)))
     return Plan(
         inputs_digest=digest,

@@ -16,6 +16,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..domain.plan import Plan
+
 WIDTH = 100
 _STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
 
@@ -36,7 +38,7 @@ def _table(*columns: str) -> Table:
     return table
 
 
-def _pools(console: Console, plan) -> None:
+def _pools(console: Console, plan: Plan) -> None:
     console.print(Text("Pools", style="bold underline"))
     if not plan.pools:
         console.print("  (no pools)")
@@ -53,7 +55,7 @@ def _pools(console: Console, plan) -> None:
         console.print()
 
 
-def _requests(console: Console, plan) -> None:
+def _requests(console: Console, plan: Plan) -> None:
     for status, style in _STATUSES:
         found = plan.by_status(status)
         console.print(Text(f"{status.capitalize()} ({len(found)})", style=f"bold underline {style}"))
@@ -71,7 +73,7 @@ def _requests(console: Console, plan) -> None:
         console.print()
 
 
-def _preemptions(console: Console, plan) -> None:
+def _preemptions(console: Console, plan: Plan) -> None:
     console.print(Text(f"Preempted ({len(plan.preempted)})", style="bold underline"))
     if not plan.preempted:
         console.print("  none")
@@ -93,9 +95,8 @@ def _changes(console: Console, changes: Mapping[str, list[str]]) -> None:
         console.print(f"    {name}")
 
 
-def render_plan(result, *, color: bool) -> str:
-    """The text plan of a PlanResult (compiler.plan)."""
-    plan = result.plan
+def render_plan(plan: Plan, *, color: bool) -> str:
+    """The text plan, as people read it in a terminal or a CI log."""
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
                       force_terminal=color, no_color=not color, highlight=False, emoji=False,
                       soft_wrap=False, legacy_windows=False)
@@ -110,6 +111,7 @@ def render_plan(result, *, color: bool) -> str:
     _pools(console, plan)
     _requests(console, plan)
     _preemptions(console, plan)
-    _changes(console, result.changes)
+    if plan.changes is not None:
+        _changes(console, plan.changes)
     text = console.export_text(styles=color)
     return "".join(line.rstrip() + "\n" for line in text.splitlines())

@@ -1,4 +1,4 @@
-"""Targets: pure functions from a TargetContext to ``{relative path: text}``.
+"""Targets: pure functions from a configuration and its Plan to ``{relative path: text}``.
 
 Modules are imported only when rendered, so ``poolc validate`` (which imports
 ``compiler.domain.catalog``) never loads the emitters.
@@ -6,10 +6,14 @@ Modules are imported only when rendered, so ``poolc validate`` (which imports
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..config import Config
+    from ..domain.plan import Plan
+    from ..requests import StepRequest
     from .context import TargetContext
 
 TARGETS = {"kubernetes": "compiler.targets.kubernetes", "kueue": "compiler.targets.kueue",
@@ -20,8 +24,11 @@ def render_target(name: str, ctx: TargetContext) -> dict[str, str]:
     return import_module(TARGETS[name]).render(ctx)
 
 
-def render_all(ctx: TargetContext) -> dict[str, str]:
-    """Every target's files, by path (the targets' paths never overlap)."""
+def render_all(config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None) -> dict[str, str]:
+    """Every target's files for ``plan``, by path (the targets' paths never overlap)."""
+    from .context import TargetContext
+
+    ctx = TargetContext.of(config, plan, requests)
     files: dict[str, str] = {}
     for name in TARGETS:
         files.update(render_target(name, ctx))

@@ -1,22 +1,22 @@
-"""What every target reads: the configuration, the step requests, the planner's
-problem, and the policy each step is sent through.
+"""What every target reads: the configuration and the Plan.
 
-Targets are pure functions of this value, so the CLI can render from a plan (the
-policy the plan admitted each step through) or straight from a validated config
-(the first eligible policy, in the order the reference reconciler tries them).
+The plan says which steps run and through which policy (an allocated step's
+policy, a queued step's the one it waits in); the configuration gives what a
+manifest needs beyond that (images, commands, namespaces, pools and policies).
+Targets are pure functions of this value and never plan again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
 from .. import __version__
 from ..config import Config, Entry
-from ..domain.eligibility import eligible_policies
-from ..domain.problem import PolicyRule, Problem
-from ..inputs import problem_from_config
+from ..domain.plan import REJECTED, Plan, PlannedRequest
+from ..domain.problem import PolicyRule, Pool
+from ..inputs import policies_of, pools_of
 from ..model import KubernetesComponent, Policy, SageMakerComponent, Stack
 from ..requests import StepRequest, build_requests
 
@@ -29,27 +29,31 @@ LABEL_PREFIX = "poolc.dev/"
 @dataclass(frozen=True)
 class TargetContext:
     config: Config
+    plan: Plan
     requests: tuple[StepRequest, ...]
-    problem: Problem
-    assignment: Mapping[str, str]  # request id -> policy name; absent = unmanaged or rejected
+    pools: tuple[Pool, ...]
+    policy_rules: tuple[PolicyRule, ...]
     version: str = __version__
 
     @classmethod
-    def from_validation(cls, validation, assignment: Mapping[str, str] | None = None) -> TargetContext:
-        """Build the context; ``assignment`` (e.g. a plan's allocated policies) wins
-        for the requests it names, the others get their first eligible policy."""
-        config: Config = validation.config
-        requests = tuple(build_requests(config))
-        problem = problem_from_config(config, list(requests))
-        chosen = default_assignment(problem)
-        for request_id, policy in (assignment or {}).items():
-            known = {q.name for q in problem.policies}
-            if policy not in known:
-                raise ValueError(f"assignment of {request_id!r} names unknown policy {policy!r}")
-            chosen[request_id] = policy
-        return cls(config, requests, problem, dict(sorted(chosen.items())))
+    def of(cls, config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None) -> TargetContext:
+        """The context of ``plan``, made from ``config``; ``requests`` are the config's
+        step requests when the caller already built them."""
+        pools = pools_of(config)
+        rules = policies_of(config, {p.name: p for p in pools})
+        steps = tuple(requests if requests is not None else build_requests(config))
+        known = {q.name for q in rules}
+        for planned in plan.requests:
+            if planned.policy is not None and planned.policy not in known:
+                raise ValueError(f"the plan sends {planned.id!r} through policy {planned.policy!r}, "
+                                 "which the configuration does not define")
+        return cls(config, plan, steps, pools, rules)
 
     # --- lookups ---------------------------------------------------------------
+
+    @cached_property
+    def planned(self) -> dict[str, PlannedRequest]:
+        return {r.id: r for r in self.plan.requests}
 
     @cached_property
     def components(self) -> dict[str, tuple[Component, Entry[Stack]]]:
@@ -65,32 +69,36 @@ class TargetContext:
         found = self.components.get(name or "")
         return found[0] if found else None
 
+    def kubernetes_component(self, name: str) -> KubernetesComponent:
+        component = self.component(name)
+        if not isinstance(component, KubernetesComponent):
+            raise ValueError(f"component {name!r} is not a Kubernetes component")
+        return component
+
     def component_file(self, name: str) -> str:
         return self.components[name][1].doc.file
 
     @cached_property
     def policies(self) -> dict[str, PolicyRule]:
-        return {q.name: q for q in self.problem.policies}
+        return {q.name: q for q in self.policy_rules}
 
     def policy_entry(self, name: str) -> Entry[Policy]:
         return self.config.policies[name]
 
     def policy_of(self, request: StepRequest) -> PolicyRule | None:
-        name = self.assignment.get(request.id)
-        return self.policies[name] if name else None
-
-    def is_unmanaged(self, request: StepRequest) -> bool:
-        """The requester has no policy on any pool: it runs outside every pool."""
-        return request.requester is None or not self.problem.policies_of(request.requester)
+        """The policy the plan sends the step through (None: unmanaged or rejected)."""
+        planned = self.planned.get(request.id)
+        return self.policies.get(planned.policy) if planned is not None and planned.policy else None
 
     def is_rejected(self, request: StepRequest) -> bool:
-        """Managed, but no policy can ever admit it (and none was assigned)."""
-        return not self.is_unmanaged(request) and request.id not in self.assignment
+        """The plan says the step can never run (or does not know it)."""
+        planned = self.planned.get(request.id)
+        return planned is None or planned.status == REJECTED
 
     def kubernetes_policies(self, pool: str | None = None) -> list[PolicyRule]:
         """Policies whose subject is a Kubernetes component, by name: only these
         reach the cluster (a SageMaker job is not a pod Kueue could admit)."""
-        return [q for q in sorted(self.problem.policies, key=lambda q: q.name)
+        return [q for q in sorted(self.policy_rules, key=lambda q: q.name)
                 if isinstance(self.component(q.subject), KubernetesComponent)
                 and (pool is None or q.pool == pool)]
 
@@ -101,13 +109,3 @@ class TargetContext:
 
     def command_of(self, request: StepRequest) -> list[str] | None:
         return request.entry.obj.spec.steps[request.step].command
-
-
-def default_assignment(problem: Problem) -> dict[str, str]:
-    """Each request's first eligible policy (priority desc, then pool name)."""
-    chosen: dict[str, str] = {}
-    for request in problem.requests:
-        eligible, _ = eligible_policies(problem, request)
-        if eligible:
-            chosen[request.id] = eligible[0].name
-    return chosen

@@ -158,12 +158,12 @@ def render_pool(ctx: TargetContext, pool: Pool) -> tuple[list[dict], list[str]] 
     k8s = ctx.kubernetes_policies(pool.name)
     if not k8s:
         return None
-    every = [q for q in ctx.problem.policies if q.pool == pool.name]
+    every = [q for q in ctx.policy_rules if q.pool == pool.name]
     objects = [resource_flavor(pool), root_cohort(pool, every)]
     queues = []
     sources = [ctx.config.pools[pool.name].doc.file]
     for policy in k8s:
-        namespace = ctx.component(policy.subject).namespace
+        namespace = ctx.kubernetes_component(policy.subject).namespace
         objects.append(child_cohort(pool, policy))
         for preemptible in (False, True):
             objects.append(cluster_queue(pool, policy, namespace, preemptible))
@@ -193,7 +193,7 @@ def render_priorities(ctx: TargetContext) -> tuple[list[dict], list[str]] | None
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kueue/<pool>.yaml`` per pool a Kubernetes component uses, and ``kueue/priorities.yaml``."""
     files: dict[str, str] = {}
-    for pool in ctx.problem.pools:
+    for pool in ctx.pools:
         rendered = render_pool(ctx, pool)
         if rendered is not None:
             files[f"kueue/{pool.name}.yaml"] = dump_all(rendered[0], version=ctx.version, sources=rendered[1])

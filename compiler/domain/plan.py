@@ -1,0 +1,222 @@
+"""The Plan: the typed value every later stage takes (apply, the state, the targets
+and every renderer), and its JSON form (`poolc plan --format json`, the PLANFILE).
+
+A plan says, for every step, whether it is allocated (on which pool, through
+which policy, borrowing what), queued (and why) or rejected (and why); which
+running allocations are preempted and for whom; each pool's capacity, use and
+free room; the diagnostics; and the solver's verdict. The JSON is byte-identical
+for the same inputs on every run and machine: lists sorted by id/name, map keys
+sorted, no timings. ``Plan.from_json`` reads back what ``to_json`` wrote.
+
+``free`` is ``capacity - used`` and may be negative: running allocations can
+already hold more than a pool's capacity; such a pool admits nothing that needs
+the over-full key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..diagnostics import Diagnostic
+
+FORMAT_VERSION = 1
+ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
+STATUSES = (ALLOCATED, QUEUED, REJECTED)
+UNMANAGED = "UNMANAGED"
+# Every strategy a plan can name, in the order the CLI lists them.
+STRATEGIES = ("optimal", "zenml")
+
+
+class PlanFormatError(ValueError):
+    """A plan file that is not a plan this poolc wrote; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    id: str
+    requester: str | None
+    preemptible: bool
+    demand: Mapping[str, int]
+    status: str                       # allocated | queued | rejected
+    pool: str | None
+    policy: str | None
+    borrowed: Mapping[str, int]
+    reason: str | None                # a rule id for rejected, UNMANAGED, else None
+    message: str
+    running: str | None = None        # the allocation that already runs this step (not in the JSON)
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "requester": self.requester, "preemptible": self.preemptible,
+                "demand": dict(self.demand), "status": self.status, "pool": self.pool, "policy": self.policy,
+                "borrowed": dict(self.borrowed), "reason": self.reason, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Preemption:
+    id: str                           # the running allocation's name
+    pool: str
+    for_: tuple[str, ...]             # request ids it makes room for, sorted
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    name: str
+    capacity: Mapping[str, int]
+    used: Mapping[str, int]
+    free: Mapping[str, int]           # capacity - used; negative on an over-full pool
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "capacity": dict(self.capacity), "used": dict(self.used),
+                "free": dict(self.free)}
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    strategy: str
+    status: str
+    objective: tuple[int, ...]
+    gap: float
+
+    def as_dict(self) -> dict:
+        return {"strategy": self.strategy, "status": self.status, "objective": list(self.objective),
+                "gap": float(self.gap)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    inputs_digest: str
+    requests: tuple[PlannedRequest, ...]      # sorted by id
+    preempted: tuple[Preemption, ...]         # sorted by id
+    pools: tuple[PoolUsage, ...]              # sorted by name
+    diagnostics: tuple[Diagnostic, ...]
+    solver: SolverInfo
+    # What the plan changes against what runs (allocation names added / removed /
+    # unchanged); an addition to CLI.md's shape, set by compiler.plan.
+    changes: dict[str, list[str]] | None = None
+
+    def diagnostics_list(self) -> list[Diagnostic]:
+        """Validation and state diagnostics, in report order."""
+        return list(self.diagnostics)
+
+    def by_status(self, status: str) -> list[PlannedRequest]:
+        return [r for r in self.requests if r.status == status]
+
+    def as_dict(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "inputs_digest": self.inputs_digest,
+            "requests": [r.as_dict() for r in self.requests],
+            "preempted": [p.as_dict() for p in self.preempted],
+            "pools": [p.as_dict() for p in self.pools],
+            "diagnostics": [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule,
+                             "severity": x.severity, "message": x.message} for x in self.diagnostics],
+            "solver": self.solver.as_dict(),
+            **({"changes": self.changes} if self.changes is not None else {}),
+        }
+
+
+    @classmethod
+    def from_json(cls, data: str | Mapping[str, Any]) -> Plan:
+        """Read back what ``to_json`` wrote (a PLANFILE); PlanFormatError says what
+        is wrong with anything else."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise PlanFormatError(f"not a plan file: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+            except (RecursionError, ValueError) as exc:
+                raise PlanFormatError(f"not a plan file: {exc}") from None
+        return _plan_from_dict(data)
+
+
+def to_json(plan: Plan) -> str:
+    return json.dumps(plan.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# --- reading a plan back ---------------------------------------------------------
+
+def _need(data: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(data, dict) or key not in data or not isinstance(data[key], kind) \
+            or (kind is int and isinstance(data[key], bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise PlanFormatError(f"not a poolc plan file: {where}: {key!r} must be {names}")
+    return data[key]
+
+
+def _ints(data: Any, key: str, where: str) -> dict[str, int]:
+    values = _need(data, key, dict, where)
+    if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in values.items()):
+        raise PlanFormatError(f"{where}: {key!r} must map keys to integers")
+    return dict(values)
+
+
+def _optional_str(data: dict, key: str, where: str) -> str | None:
+    return None if data.get(key) is None else _need(data, key, str, where)
+
+
+def _request_from_dict(data: Any, where: str) -> PlannedRequest:
+    status = _need(data, "status", str, where)
+    if status not in STATUSES:
+        raise PlanFormatError(f"{where}: status {status!r} is not one of {', '.join(STATUSES)}")
+    return PlannedRequest(
+        id=_need(data, "id", str, where), requester=_optional_str(data, "requester", where),
+        preemptible=_need(data, "preemptible", bool, where), demand=_ints(data, "demand", where),
+        status=status, pool=_optional_str(data, "pool", where), policy=_optional_str(data, "policy", where),
+        borrowed=_ints(data, "borrowed", where), reason=_optional_str(data, "reason", where),
+        message=_need(data, "message", str, where))
+
+
+def _diagnostic_from_dict(data: Any, where: str) -> Diagnostic:
+    line, column = _need(data, "line", int, where), _need(data, "column", int, where)
+    severity = _need(data, "severity", str, where)
+    if severity not in ("error", "warning"):
+        raise PlanFormatError(f"{where}: severity must be error or warning")
+    return Diagnostic(_need(data, "file", str, where), line, column, line, column, _need(data, "rule", str, where),
+                      "error" if severity == "error" else "warning", _need(data, "message", str, where))
+
+
+def _plan_from_dict(data: Any) -> Plan:
+    if not isinstance(data, dict):
+        raise PlanFormatError("not a poolc plan file (a JSON object, as `poolc plan --out` writes it)")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        raise PlanFormatError(f"not a poolc plan file: format_version {version!r} is not {FORMAT_VERSION}, "
+                              "the version this poolc reads")
+    solver = _need(data, "solver", dict, "solver")
+    strategy = _need(solver, "strategy", str, "solver")
+    if strategy not in STRATEGIES:
+        raise PlanFormatError(f"solver: unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
+    objective = _need(solver, "objective", list, "solver")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in objective):
+        raise PlanFormatError("solver: 'objective' must be a list of integers")
+    requests = tuple(_request_from_dict(r, f"requests[{i}]")
+                     for i, r in enumerate(_need(data, "requests", list, "plan")))
+    preempted = []
+    for i, p in enumerate(_need(data, "preempted", list, "plan")):
+        where = f"preempted[{i}]"
+        for_ = _need(p, "for", list, where)
+        if not all(isinstance(x, str) for x in for_):
+            raise PlanFormatError(f"{where}: 'for' must list request ids")
+        preempted.append(Preemption(_need(p, "id", str, where), _need(p, "pool", str, where), tuple(for_),
+                                    _need(p, "message", str, where)))
+    pools = tuple(PoolUsage(_need(p, "name", str, f"pools[{i}]"), _ints(p, "capacity", f"pools[{i}]"),
+                            _ints(p, "used", f"pools[{i}]"), _ints(p, "free", f"pools[{i}]"))
+                  for i, p in enumerate(_need(data, "pools", list, "plan")))
+    diagnostics = tuple(_diagnostic_from_dict(x, f"diagnostics[{i}]")
+                        for i, x in enumerate(_need(data, "diagnostics", list, "plan")))
+    changes = data.get("changes")
+    return Plan(
+        inputs_digest=_need(data, "inputs_digest", str, "plan"), requests=requests, preempted=tuple(preempted),
+        pools=pools, diagnostics=diagnostics,
+        solver=SolverInfo(strategy, _need(solver, "status", str, "solver"), tuple(objective),
+                          float(_need(solver, "gap", (int, float), "solver"))),
+        changes=changes if isinstance(changes, dict) else None)
+
+
