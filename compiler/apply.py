@@ -19,7 +19,7 @@ from .diagnostics import Diagnostic
 
 
 def default_state_path(output_dir: str) -> str:
-    """CLI.md: the state file lives beside the output directory."""
+    """The state file lives beside the output directory (docs/cli.md#poolc-apply)."""
     parent = os.path.dirname(os.path.normpath(os.path.abspath(output_dir)))
     return os.path.join(parent, "poolc.state.json")
 

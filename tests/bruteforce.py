@@ -1,4 +1,4 @@
-"""An independent, exhaustive reference for SEMANTICS.md §5 on tiny problems.
+"""An independent, exhaustive reference for the `optimal` tiers (docs/planning.md#tiers) on tiny problems.
 
 It shares only the data types with the planner: eligibility, borrowed parts,
 the hard rules H1-H5, the in-share set and the objective vector are written

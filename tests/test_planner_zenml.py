@@ -1,5 +1,5 @@
 """The `zenml` strategy: a simulation of ZenML Pro's reference reconciler
-(SEMANTICS.md §4). Hand-made scenarios with results derived by hand, then a
+(docs/planning.md#zenml-the-reference-reconciler-simulated). Hand-made scenarios with results derived by hand, then a
 seeded property test whose checks are written here, independently of the module."""
 
 from __future__ import annotations

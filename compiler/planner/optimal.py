@@ -1,4 +1,4 @@
-"""Planning strategy `optimal` (SEMANTICS.md §5) on OR-Tools CP-SAT.
+"""Planning strategy `optimal` (docs/planning.md#tiers) on OR-Tools CP-SAT.
 
 Why it is shaped this way:
 

@@ -1,4 +1,4 @@
-"""The Plan `poolc plan` prints, and its JSON form (CLI.md, "The plan, as JSON").
+"""The Plan `poolc plan` prints, and its JSON form (docs/cli.md#the-plan-as-json).
 
 A plan is a value assembled from a strategy's Solution: every step with its
 status and the reason in numbers, the preemptions and whom they make room for,
@@ -97,7 +97,7 @@ class Plan:
     diagnostics: tuple[Diagnostic, ...]
     solver: SolverInfo
     # What the plan changes against what runs (allocation names added / removed /
-    # unchanged); an addition to CLI.md's shape, set by planner.run.
+    # unchanged), set by planner.run.
     changes: dict[str, list[str]] | None = None
 
     def diagnostics_list(self) -> list[Diagnostic]:

@@ -1,5 +1,5 @@
 """The planner's input: pools, policies, pending requests and running allocations,
-normalized to integer units on metered keys (SEMANTICS.md notation).
+normalized to integer units on metered keys (docs/planning.md).
 
 This module is pure data + the rules both strategies share (eligibility, the
 borrowed part of running allocations). It never imports the solver, so
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Mapping
 
-# Keys that are unbounded in a pool that has no row for them (FORMAT.md).
+# Keys that are unbounded in a pool that has no row for them (docs/format.md#metered-keys).
 BUILTIN_UNBOUNDED = ("mcpu", "memory_mb", "step_run")
 
 
@@ -128,7 +128,7 @@ class Ineligibility:
 
 def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],
                  preemptible: bool) -> Ineligibility | None:
-    """SEMANTICS.md §2 eligibility of one request for one policy's pool; None if eligible."""
+    """Eligibility (docs/planning.md#eligibility) of one request for one policy's pool; None if eligible."""
     for key, need in sorted(metered_demand(pool, demand).items()):
         cap = pool.capacity.get(key, 0)
         if need > cap:
@@ -161,14 +161,14 @@ def start_time(when: datetime | None) -> datetime:
 
 
 def victim_order_key(running: Running) -> tuple:
-    """Order within a policy for consuming the reserved share (SEMANTICS.md §3):
+    """Order within a policy for consuming the reserved share (docs/planning.md#reserved-share-and-borrowing):
     non-preemptible first, then started_at (missing = earliest), then name."""
     return (running.preemptible, start_time(running.started_at), running.name)
 
 
 def borrowed_parts(problem: Problem, running: tuple[Running, ...] | None = None) -> dict[str, dict[str, int]]:
     """Per running allocation, the units it holds above its policy's reserved share
-    (SEMANTICS.md §3), on the pool's metered keys. Allocations of a subject without
+    (docs/planning.md#reserved-share-and-borrowing), on the pool's metered keys. Allocations of a subject without
     a policy on their pool borrow nothing (they are never preempted)."""
     running = problem.running if running is None else running
     result: dict[str, dict[str, int]] = {}

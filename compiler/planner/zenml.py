@@ -1,5 +1,5 @@
 """Planning strategy `zenml`: ZenML Pro's reference reconciler, simulated
-(SEMANTICS.md §4).
+(docs/planning.md#zenml-the-reference-reconciler-simulated).
 
 Why simulate: teams want to know what the real server would do with the same
 requests arriving one by one, to compare it with the `optimal` plan. The result is
@@ -79,7 +79,7 @@ class _Policy:
         self.rsv = {k: rule.rsv(k) for k in pool.capacity}
         self.held = dict.fromkeys(pool.capacity, 0)
         self.npheld = dict.fromkeys(pool.capacity, 0)
-        self.np_allocs: list[_Alloc] = []   # SEMANTICS.md §3 order: non-preemptible first,
+        self.np_allocs: list[_Alloc] = []   # borrowing order: non-preemptible first,
         self.p_allocs: list[_Alloc] = []    # each by start time, then name
         self._borrowed: dict[_Alloc, dict[str, int]] | None = None
         self.queue: list[_Entry] = []
@@ -110,7 +110,7 @@ class _Policy:
         self.pos_fit = self.pos_rf = 0
 
     def borrowed(self) -> dict[_Alloc, dict[str, int]]:
-        """SEMANTICS.md §3 over the current allocations (running and granted)."""
+        """Borrowed parts (docs/planning.md#reserved-share-and-borrowing) over the current allocations (running and granted)."""
         if self._borrowed is None:
             result: dict[_Alloc, dict[str, int]] = {a: {} for a in self.np_allocs + self.p_allocs}
             for key, reserved in self.rsv.items():
