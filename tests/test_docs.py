@@ -244,3 +244,20 @@ def test_every_schema_property_has_a_description(name):
 
     walk(json.loads((ROOT / "schemas" / name).read_text(encoding="utf-8")), name, False)
     assert not missing, "properties without a description:\n" + "\n".join(missing)
+
+
+def test_the_worked_example_of_planning_md_gives_the_documented_plan():
+    """docs/planning.md#worked-example quotes this plan and its objective; keep them true."""
+    from compiler.planner.run import plan_paths
+
+    for strategy in ("optimal", "zenml"):
+        plan = plan_paths([str(ROOT / "docs" / "examples" / "tiers.yaml")], strategy=strategy).plan
+        status = {r.id: r.status for r in plan.requests}
+        assert status == {"training/train": "allocated", "training/evaluate": "allocated",
+                          "training/report": "queued", "sweep/trial_d": "queued"}, strategy
+        assert [p.id for p in plan.preempted] == ["trial-c"], strategy
+        if strategy == "optimal":
+            assert plan.solver.status == "OPTIMAL" and plan.solver.gap == 0
+            assert list(plan.solver.objective) == [1, 2, 1, 0, 7, 2, 2]
+    text = (ROOT / "docs" / "planning.md").read_text(encoding="utf-8")
+    assert '"objective": [1, 2, 1, 0, 7, 2, 2]' in text
