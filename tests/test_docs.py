@@ -37,6 +37,7 @@ from compiler.cli import main
 _CONTRACT_FILES = re.compile(r"\b(?:" + "|".join(["FORMAT", "CLI", "SEMANTICS", "TARGETS", "ARCHITECTURE"])
                              + r")\.md\b")
 _OUTSIDE = re.compile(r"(?<![\w-])shared/")
+_SECTION = re.compile("\u00a7" + r"\s?\d")  # "section 5" of a contract file, by its sign
 _MD_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 _BACKTICKED = re.compile(r"`([^`\s]+)`")
 _PATH_LIKE = re.compile(r"^[A-Za-z0-9_.\-/]+\.(?:md|yaml|yml|json|py)(?:#[\w-]+)?$")
@@ -168,7 +169,7 @@ def test_no_text_points_at_files_outside_the_repository():
                 sources.append((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")))
     sources.append(("pyproject.toml", (ROOT / "pyproject.toml").read_text(encoding="utf-8")))
     problems = [f"{name}:{text.count(chr(10), 0, m.start()) + 1}: {m.group()}"
-                for name, text in sources for pattern in (_CONTRACT_FILES, _OUTSIDE)
+                for name, text in sources for pattern in (_CONTRACT_FILES, _OUTSIDE, _SECTION)
                 for m in pattern.finditer(text)]
     assert not problems, "references to files outside the repository:\n" + "\n".join(problems)
 
