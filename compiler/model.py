@@ -304,7 +304,8 @@ class ResourcePool(_Envelope):
 
 class Policy(_Envelope):
     kind: Literal["Policy"] = Field(description="Always Policy for this kind of document.")
-    spec: PolicySpec = Field(description="The Policy's content (wiring: which component may use which pool, with what share, limit and priority).")
+    spec: PolicySpec = Field(description="The Policy's content (wiring: which component may use which pool, "
+                             "with what share, limit and priority).")
 
 
 class Stack(_Envelope):

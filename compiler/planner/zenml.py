@@ -110,7 +110,8 @@ class _Policy:
         self.pos_fit = self.pos_rf = 0
 
     def borrowed(self) -> dict[_Alloc, dict[str, int]]:
-        """Borrowed parts (docs/planning.md#reserved-share-and-borrowing) over the current allocations (running and granted)."""
+        """Borrowed parts (docs/planning.md#reserved-share-and-borrowing) over the
+        current allocations (running and granted)."""
         if self._borrowed is None:
             result: dict[_Alloc, dict[str, int]] = {a: {} for a in self.np_allocs + self.p_allocs}
             for key, reserved in self.rsv.items():
