@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def default_state_path(output_dir: str) -> str:
-    """CLI.md: the state file lives beside the output directory."""
+    """The state file lives beside the output directory (docs/cli.md#poolc-apply)."""
     parent = os.path.dirname(os.path.normpath(os.path.abspath(output_dir)))
     return os.path.join(parent, "poolc.state.json")
 

@@ -1,7 +1,7 @@
 """The `poolc` command line: a thin click layer over the library.
 
 Each command parses options, calls the stages, picks a reporter and sets the
-exit code (CLI.md). No input may produce a traceback: an unexpected exception is
+exit code (docs/cli.md). No input may produce a traceback: an unexpected exception is
 one line on stderr and exit 3.
 """
 
@@ -137,7 +137,8 @@ def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0):
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file with the running allocations (written by apply).")
 @click.option("--strategy", type=click.Choice(["optimal", "zenml"]), default="optimal", show_default=True,
-              help="optimal: CP-SAT, SEMANTICS.md §5; zenml: the reference reconciler, simulated.")
+              help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
+                   "reference reconciler, simulated.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True,

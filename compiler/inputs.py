@@ -14,7 +14,7 @@ def pools_of(config: Config) -> tuple[Pool, ...]:
 
 def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...]:
     """Policies on known pools, restricted to metered keys; a metered key without a
-    limit is capped by the capacity (SEMANTICS.md §2 defaults)."""
+    limit is capped by the capacity (docs/format.md#policy)."""
     rules = []
     for name, entry in sorted(config.policies.items()):
         spec = entry.obj.spec

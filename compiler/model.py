@@ -89,10 +89,12 @@ class Strict(BaseModel):
 
 
 class Metadata(Strict):
-    name: Name
-    description: str | None = None
+    name: Name = Field(description="The document's name: a DNS-1123 label (lower-case letters, digits and '-', "
+                       "at most 63 characters), unique per kind across all files given to one command.")
+    description: str | None = Field(default=None, description="Free text for people; poolc ignores it.")
     labels: dict[Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316)],
-                 Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]] = {}
+                 Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]] = Field(
+        default={}, description="Kubernetes-style labels (key: value); poolc does not interpret them.")
 
 
 class ResourceMap(BaseModel):
@@ -151,46 +153,62 @@ class Spec(Strict):
 # --- ResourcePool ----------------------------------------------------------------
 
 class ResourcePoolSpec(Spec):
-    capacity: ResourceMap
+    capacity: ResourceMap = Field(description=(
+        "Integer units per resource key: gpu, mcpu (milli-CPU), memory_mb (decimal MB), step_run (concurrent "
+        "steps) and custom keys; aliases cpu (cores) and memory (a quantity). A built-in key without a row is "
+        "unbounded; any other key without a row has capacity 0. See docs/format.md#resourcepool."))
 
 
 # --- Policy ----------------------------------------------------------------------
 
 class PolicySpec(Spec):
     subject: Name = Field(description="Name of a stack component (orchestrator or step operator).")
-    pool: Name
+    pool: Name = Field(description="Name of the ResourcePool this policy gives the subject access to.")
     priority: Annotated[int, Field(ge=-1_000_000_000, le=1_000_000_000), BeforeValidator(_integral_float)] = Field(
-        default=0, description="Higher wins; becomes a Kubernetes PriorityClass value.")
-    reserved: ResourceMap = ResourceMap()
-    limit: ResourceMap | None = None
+        default=0, description="Integer from -10^9 to 10^9, default 0; higher wins. Becomes a Kubernetes "
+        "PriorityClass value.")
+    reserved: ResourceMap = Field(default=ResourceMap(), description=(
+        "Guaranteed share per key of the pool's capacity (default: nothing). Non-preemptible steps must fit "
+        "inside it; use beyond it is borrowed and may be preempted. Same keys and aliases as capacity."))
+    limit: ResourceMap | None = Field(default=None, description=(
+        "Hard cap per key on what the subject may hold in the pool; a key without a limit is capped by the "
+        "capacity alone. Same keys and aliases as capacity."))
 
 
 # --- Stack -----------------------------------------------------------------------
 
 class KubernetesComponent(Spec):
-    name: Name
-    flavor: Literal["kubernetes"]
-    namespace: Name = "default"
-    image: NonEmpty | None = None
-    service_account: Name | None = None
+    name: Name = Field(description="Component name, the subject of policies; unique across stacks (a component "
+                       "listed in several stacks must have identical settings).")
+    flavor: Literal["kubernetes"] = Field(description="kubernetes: steps run as Kubernetes Jobs admitted by Kueue.")
+    namespace: Name = Field(default="default", description="Kubernetes namespace of the step Jobs (default: default).")
+    image: NonEmpty | None = Field(default=None, description="Default container image for steps that set none.")
+    service_account: Name | None = Field(default=None, description="Kubernetes service account the step pods run as.")
 
 
 class SageMakerComponent(Spec):
-    name: Name
-    flavor: Literal["sagemaker"]
-    region: Annotated[str, StringConstraints(pattern=AWS_REGION)]
-    role_arn: Annotated[str, StringConstraints(pattern=ROLE_ARN)]
-    output_s3_uri: Annotated[str, StringConstraints(pattern=S3_URI)]
-    image: NonEmpty | None = None
-    instance_types: list[Annotated[str, StringConstraints(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]] | None = None
+    name: Name = Field(description="Component name, the subject of policies; unique across stacks.")
+    flavor: Literal["sagemaker"] = Field(description="sagemaker: a step operator whose steps run as SageMaker "
+                                         "training jobs (step operator only).")
+    region: Annotated[str, StringConstraints(pattern=AWS_REGION)] = Field(description="AWS region, e.g. us-east-1.")
+    role_arn: Annotated[str, StringConstraints(pattern=ROLE_ARN)] = Field(
+        description="IAM role the training jobs run as, e.g. arn:aws:iam::123456789012:role/SageMakerRole.")
+    output_s3_uri: Annotated[str, StringConstraints(pattern=S3_URI)] = Field(
+        description="S3 prefix for job output; each step writes under <uri>/<pipeline>/<step>.")
+    image: NonEmpty | None = Field(default=None, description="Default training image for steps that set none.")
+    instance_types: list[Annotated[str, StringConstraints(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]] | None = Field(
+        default=None, description="Allow-list of instance types (e.g. ml.g5.2xlarge) poolc may choose from; "
+        "default: the whole catalog.")
 
 
 Component = Annotated[KubernetesComponent | SageMakerComponent, Field(discriminator="flavor")]
 
 
 class StackSpec(Spec):
-    orchestrator: KubernetesComponent
-    step_operators: list[Component] = []
+    orchestrator: KubernetesComponent = Field(description="The orchestrator (flavor kubernetes); it requests for "
+                                              "every step that names no step operator.")
+    step_operators: list[Component] = Field(default=[], description="Step operators (kubernetes or sagemaker) a "
+                                            "step may name in step_operator.")
 
 
 # --- Pipeline --------------------------------------------------------------------
@@ -198,19 +216,34 @@ class StackSpec(Spec):
 class ResourceSettings(Spec):
     """ZenML's ResourceSettings (zenml 0.95-0.96 field names and meaning)."""
 
-    cpu_count: Annotated[float, Field(gt=0, le=MAX_INT)] | None = None
-    memory: Quantity | None = None
-    gpu_count: Count | None = None
-    gpu_type: NonEmpty | None = None
-    disk: Quantity | None = None
-    shm: Quantity | Literal["auto"] | None = None
-    preemptible: bool | None = None
-    pool_resources: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], PositiveCount] | None = None
-    min_replicas: Count | None = None
-    max_replicas: Count | None = None
-    autoscaling_metric: Literal["cpu", "memory", "concurrency", "rps"] | None = None
-    autoscaling_target: Annotated[float, Field(gt=0, le=MAX_INT)] | None = None
-    max_concurrency: PositiveCount | None = None
+    cpu_count: Annotated[float, Field(gt=0, le=MAX_INT)] | None = Field(default=None, description=(
+        "CPU cores, may be fractional (0.5); request key mcpu = cores x 1000, rounded up."))
+    memory: Quantity | None = Field(default=None, description=(
+        "Memory with a unit (16GB, 16GiB, 16Gi); request key memory_mb = bytes / 1,000,000, rounded up."))
+    gpu_count: Count | None = Field(default=None, description=(
+        "Whole GPUs (request key gpu); 0 removes a GPU demand inherited from the pipeline default."))
+    gpu_type: NonEmpty | None = Field(default=None, description=(
+        "Accelerator model (T4, A10G, A100, ...): a node selector on Kubernetes, the instance choice on SageMaker."))
+    disk: Quantity | None = Field(default=None, description=(
+        "Ephemeral storage (Kubernetes) or volume size (SageMaker), a quantity such as 200Gi; not planned."))
+    shm: Quantity | Literal["auto"] | None = Field(default=None, description=(
+        "Shared memory at /dev/shm: a quantity, or auto for a memory-backed volume without a size limit."))
+    preemptible: bool | None = Field(default=None, description=(
+        "May this step be preempted? Default true. A non-preemptible step must fit in its policy's reserved share."))
+    pool_resources: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], PositiveCount] | None = Field(
+        default=None, description=(
+            "Custom request keys and amounts (>= 1), e.g. tensorrt_sessions: 1; merged key by key with the "
+            "pipeline default. gpu_count, cpu_count and memory win over the same key here."))
+    min_replicas: Count | None = Field(default=None, description=(
+        "Deployed pipelines: minimum replicas; must not exceed max_replicas unless that is 0. Not planned."))
+    max_replicas: Count | None = Field(default=None, description=(
+        "Deployed pipelines: maximum replicas, 0 = no limit. Not planned."))
+    autoscaling_metric: Literal["cpu", "memory", "concurrency", "rps"] | None = Field(default=None, description=(
+        "Deployed pipelines: the metric to scale on (cpu, memory, concurrency, rps). Not planned."))
+    autoscaling_target: Annotated[float, Field(gt=0, le=MAX_INT)] | None = Field(default=None, description=(
+        "Deployed pipelines: target value of autoscaling_metric (> 0). Not planned."))
+    max_concurrency: PositiveCount | None = Field(default=None, description=(
+        "Deployed pipelines: maximum concurrent requests per replica (>= 1). Not planned."))
 
     def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
         """Field by field, this (the step) wins; pool_resources maps merge key by key."""
@@ -223,65 +256,80 @@ class ResourceSettings(Spec):
 
 
 class Settings(Spec):
-    resources: ResourceSettings | None = None
+    resources: ResourceSettings | None = Field(default=None, description=(
+        "ZenML ResourceSettings. At pipeline level: the default of every step; at step level: merged over the "
+        "default field by field, the step winning. See docs/format.md#resourcesettings."))
 
 
 class Step(Spec):
-    step_operator: Name | None = None
-    image: NonEmpty | None = None
-    command: list[str] | None = None
-    settings: Settings | None = None
-    submitted_at: Timestamp | None = None
+    step_operator: Name | None = Field(default=None, description=(
+        "A step operator of the pipeline's stack; it becomes the requester. Default: the stack's orchestrator."))
+    image: NonEmpty | None = Field(default=None, description="Container image; default: the component's image.")
+    command: list[str] | None = Field(default=None, description=(
+        "Container command as a list, e.g. [python, -m, train]; default: the image's entrypoint."))
+    settings: Settings | None = Field(default=None, description="The step's own settings (settings.resources).")
+    submitted_at: Timestamp | None = Field(default=None, description=(
+        "RFC 3339 time with a zone (2026-11-20T10:00:00Z): the step arrived then. Steps that set it arrive "
+        "first, by time; see docs/format.md#arrival-order."))
 
 
 
 class PipelineSpec(Spec):
-    stack: Name
-    settings: Settings | None = None
-    steps: dict[Annotated[str, StringConstraints(pattern=STEP_NAME, max_length=63)], Step] = Field(min_length=1)
+    stack: Name = Field(description="Name of the Stack the pipeline runs on.")
+    settings: Settings | None = Field(default=None, description="Pipeline-level settings: the default of every step.")
+    steps: dict[Annotated[str, StringConstraints(pattern=STEP_NAME, max_length=63)], Step] = Field(
+        min_length=1, description=(
+            "Steps by name, in arrival order (lower-case letters, digits, '-' and '_'); at least one. "
+            "Each step is one request, id <pipeline>/<step>."))
 
 
 # --- Allocation ------------------------------------------------------------------
 
 class AllocationSpec(Spec):
-    subject: Name
-    pool: Name
-    preemptible: bool = True
-    holds: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], Count]
-    started_at: Timestamp | None = None
+    subject: Name = Field(description="The component whose work is running.")
+    pool: Name = Field(description="The pool it runs in.")
+    preemptible: bool = Field(default=True, description=(
+        "Default true. Only preemptible allocations that borrow beyond their policy's reserved share can be "
+        "preempted."))
+    holds: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], Count] = Field(description=(
+        "What it holds, in request keys (gpu, mcpu, memory_mb, step_run, custom keys); keys the pool does not "
+        "meter are ignored."))
+    started_at: Timestamp | None = Field(default=None, description=(
+        "RFC 3339 start time; orders preemption victims (most recently started first). Missing = earliest."))
 
 
 
 # --- Envelopes -------------------------------------------------------------------
 
 class _Envelope(Strict):
-    apiVersion: Literal["poolc/v1"]
-    metadata: Metadata
+    apiVersion: Literal["poolc/v1"] = Field(description="Always poolc/v1 for this version of the language.")
+    metadata: Metadata = Field(description="Name, description and labels of the document.")
 
 
 class ResourcePool(_Envelope):
-    kind: Literal["ResourcePool"]
-    spec: ResourcePoolSpec
+    kind: Literal["ResourcePool"] = Field(description="Always ResourcePool for this kind of document.")
+    spec: ResourcePoolSpec = Field(description="The ResourcePool's content (supply: the capacity of a pool).")
 
 
 class Policy(_Envelope):
-    kind: Literal["Policy"]
-    spec: PolicySpec
+    kind: Literal["Policy"] = Field(description="Always Policy for this kind of document.")
+    spec: PolicySpec = Field(description="The Policy's content (wiring: which component may use which pool, "
+                             "with what share, limit and priority).")
 
 
 class Stack(_Envelope):
-    kind: Literal["Stack"]
-    spec: StackSpec
+    kind: Literal["Stack"] = Field(description="Always Stack for this kind of document.")
+    spec: StackSpec = Field(description="The Stack's content (components: the orchestrator and the step operators).")
 
 
 class Pipeline(_Envelope):
-    kind: Literal["Pipeline"]
-    spec: PipelineSpec
+    kind: Literal["Pipeline"] = Field(description="Always Pipeline for this kind of document.")
+    spec: PipelineSpec = Field(description="The Pipeline's content (demand: steps and their resource settings).")
 
 
 class Allocation(_Envelope):
-    kind: Literal["Allocation"]
-    spec: AllocationSpec
+    kind: Literal["Allocation"] = Field(description="Always Allocation for this kind of document.")
+    spec: AllocationSpec = Field(description="The Allocation's content (state: work that already runs in a pool).")
 
 
 KINDS: dict[str, type[_Envelope]] = {

@@ -1,6 +1,6 @@
-"""One request per pipeline step: merged ResourceSettings -> demand vector (SEMANTICS.md §1).
+"""One request per pipeline step: merged ResourceSettings -> demand vector (docs/format.md#how-step-settings-merge).
 
-Arrival order (FORMAT.md): steps that set ``submitted_at`` arrived at that time and
+Arrival order (docs/format.md#arrival-order): steps that set ``submitted_at`` arrived at that time and
 come first, by time; the others arrive in the order of their files on the command
 line (directories in sorted path order), then document order, then step order.
 """
@@ -53,7 +53,7 @@ class StepRequest:
 
 
 def demand_of(settings: ResourceSettings) -> dict[str, int]:
-    """SEMANTICS.md §1.2, in that order; keys sorted."""
+    """docs/format.md#how-step-settings-merge, in that order; keys sorted."""
     demand: dict[str, int] = dict(settings.pool_resources or {})
     if settings.gpu_count is not None:
         if settings.gpu_count > 0:
@@ -69,7 +69,7 @@ def demand_of(settings: ResourceSettings) -> dict[str, int]:
 
 
 def requester_of(config: Config, pipeline: Pipeline, step_operator: str | None) -> str | None:
-    """SEMANTICS.md §1.4; None when the stack is unknown or does not hold the step
+    """The step operator, else the orchestrator; None when the stack is unknown or does not hold the step
     operator (K002 reports it; such a step requests nothing)."""
     stack = config.stacks.get(pipeline.spec.stack)
     if stack is None:

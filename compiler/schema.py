@@ -77,7 +77,8 @@ def build_schemas() -> dict[str, dict]:
         name = KIND_FILES[kind]
         schemas[name] = {"$schema": DRAFT,
                          "title": f"poolc v1 {kind}",
-                         "description": f"A poolc/v1 {kind} document (see FORMAT.md).",
+                         "description": f"A poolc/v1 {kind} document (reference: docs/format.md in the poolc "
+                                        "repository).",
                          **raw, "$defs": dict(sorted(defs.items()))}
         for def_name, definition in defs.items():
             if all_defs.setdefault(def_name, definition) != definition:
@@ -89,7 +90,8 @@ def build_schemas() -> dict[str, dict]:
         "description": "Any poolc/v1 document, checked against the schema of its kind.",
         "type": "object",
         "required": ["apiVersion", "kind"],
-        "properties": {"apiVersion": {"const": "poolc/v1"}, "kind": {"enum": list(KINDS)}},
+        "properties": {"apiVersion": {"const": "poolc/v1", "description": "Always poolc/v1 for this version."},
+                       "kind": {"enum": list(KINDS), "description": "Which kind of document this is."}},
         "allOf": [{"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
                    "then": {"$ref": f"#/$defs/{kind}"}} for kind in KINDS],
         "$defs": dict(sorted(all_defs.items())),

@@ -1,4 +1,4 @@
-"""The state file (CLI.md, State): what `apply` decided is running.
+"""The state file (docs/cli.md#the-state-file): what `apply` decided is running.
 
 It is JSON, not YAML, because poolc writes it and tools read it; it holds the
 allocations as full `Allocation` documents (so a user can move one into a YAML
@@ -10,7 +10,7 @@ Reproducibility: the state is a pure function of the inputs. New allocations
 carry no ``started_at``: poolc does not know when a job really starts, and a
 wall-clock time would make every `apply` produce a different state (so
 `apply --check` could never call it fresh). A missing ``started_at`` counts as
-"earliest" in the planner's orderings (SEMANTICS.md §3); a tool that knows the
+"earliest" in the planner's orderings (docs/planning.md#reserved-share-and-borrowing); a tool that knows the
 real start time may add it.
 
 Writes are atomic (compiler.writer) and guarded by ``<state>.lock``: see

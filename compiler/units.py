@@ -1,7 +1,7 @@
 """Quantities: memory/disk strings and CPU counts to integer request units.
 
 All arithmetic is exact decimal: ZenML multiplies cpu_count in binary floating
-point (16.1 cores -> 16101 mcpu there); SEMANTICS.md §1 fixes 16100 here.
+point (16.1 cores -> 16101 mcpu there); poolc gives 16100 (docs/format.md#resourcesettings).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""An independent, exhaustive reference for SEMANTICS.md §5 on tiny problems.
+"""An independent, exhaustive reference for the `optimal` tiers (docs/planning.md#tiers) on tiny problems.
 
 It shares only the data types with the planner: eligibility, borrowed parts,
 the hard rules H1-H5, the in-share set and the objective vector are written
-again here from the spec text, so a misreading in `compiler.planner.optimal`
+again here from docs/planning.md, so a misreading in `compiler.planner.optimal`
 shows up as a disagreement instead of being copied. Everything is enumerated:
 each request queued or placed through one eligible policy, every subset of
 preemption candidates, and (per policy) every in-share subset.
@@ -37,7 +37,7 @@ def checked(problem: Problem, pool: str, demand) -> dict[str, int]:
 
 
 def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
-    """§2 eligibility, ordered by priority (desc) then pool name."""
+    """Eligibility, ordered by priority (desc) then pool name."""
     out = []
     for q in problem.policies:
         if q.subject != req.requester:
@@ -54,7 +54,7 @@ def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
 
 
 def borrowed(problem: Problem) -> dict[str, dict[str, int]]:
-    """§3: per policy and key, walk its allocations consuming the reserved share."""
+    """Borrowing: per policy and key, walk its allocations consuming the reserved share."""
     out: dict[str, dict[str, int]] = {a.name: {} for a in problem.running}
     for q in problem.policies:
         mine = [a for a in problem.running if a.subject == q.subject and a.pool == q.pool]
@@ -142,7 +142,7 @@ def max_in_share(problem: Problem, admitted: dict[str, str], preempted: set[str]
 # ------------------------------------------------------------ objective
 
 def layout(problem: Problem) -> list[tuple[str, bool]]:
-    """(tier name, maximize?) in §5 order."""
+    """(tier name, maximize?) in tier order."""
     prios = sorted({q.priority for r in problem.requests for q in eligible(problem, r)}, reverse=True)
     run = {a.name: a for a in problem.running}
     vprios = sorted({_policy(problem, run[n].subject, run[n].pool).priority for n in candidates(problem)},

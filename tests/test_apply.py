@@ -111,7 +111,7 @@ def test_state_records_admitted_steps_and_the_preempted_config_allocation(platfo
     assert apply().exit_code == 0
     saved = state()
     names = {a["metadata"]["name"]: a for a in saved["allocations"]}
-    # SEMANTICS / examples/README.md: 9 steps admitted, research-sweep-lr-02 preempted for prod
+    # examples/README.md: 9 steps admitted, research-sweep-lr-02 preempted for prod
     for step in ["llm-finetune/tokenize", "llm-finetune/finetune", "llm-finetune/distill",
                  "llm-finetune/package_model", "prod-training/load_data", "prod-training/train_model",
                  "prod-training/evaluate", "prod-training/register_model", "research-sweep/summarize"]:

@@ -1,4 +1,4 @@
-"""The `poolc validate` and `poolc schema` commands as a user runs them (CLI.md).
+"""The `poolc validate` and `poolc schema` commands as a user runs them (docs/cli.md).
 
 Exit codes, the four output formats, --quiet, missing paths, the import budget of
 validate (no solver, no emitters, no schema generation) and the schema command.

@@ -1,4 +1,4 @@
-"""`poolc plan` and `poolc apply --plan` through the command line (CLI.md): exit codes,
+"""`poolc plan` and `poolc apply --plan` through the command line (docs/cli.md): exit codes,
 the JSON plan, byte-identical output across hash seeds, and saved plans that apply
 exactly or are refused (inputs changed, edited by hand, not a plan at all).
 

@@ -1,4 +1,4 @@
-"""The `optimal` strategy (SEMANTICS.md §5): against an exhaustive brute force on
+"""The `optimal` strategy (docs/planning.md#tiers): against an exhaustive brute force on
 random tiny platforms, and on hand-made scenarios with exact expected plans."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The `zenml` strategy: a simulation of ZenML Pro's reference reconciler
-(SEMANTICS.md §4). Hand-made scenarios with results derived by hand, then a
+(docs/planning.md#zenml-the-reference-reconciler-simulated). Hand-made scenarios with results derived by hand, then a
 seeded property test whose checks are written here, independently of the module."""
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_never_preempts_non_borrowing_or_non_preemptible():
 def test_non_preemptible_grant_makes_an_older_preemptible_allocation_borrow():
     # lo reserves gpu 2; L (preemptible, gpu 2) fills it, free 2 of 4.
     # r0 (lo, non-preemptible, gpu 2) is eligible, fits, and passes the share rule
-    # (0 + 2 <= 2): granted. In §3 order non-preemptible comes first, so r0 now uses
+    # (0 + 2 <= 2): granted. In borrowing order non-preemptible comes first, so r0 now uses
     # lo's reserve and L borrows 2. r1 (hi, prio 5, gpu 2) preempts L.
     p = pool("p", gpu=4)
     s = plan([p], [policy("hi", p, 5), policy("lo", p, 0, {"gpu": 2})],
@@ -348,7 +348,7 @@ def check_invariants(problem: Problem, solution) -> None:
         r, q = requests[rid], rules[qname]
         p = pools[q.pool]
         assert q.subject == r.requester
-        for k, v in needs(p, r.demand).items():     # eligibility (§2)
+        for k, v in needs(p, r.demand).items():     # eligibility
             assert k in p.capacity and v <= p.capacity[k] and v <= q.limit[k]
             assert r.preemptible or v <= q.reserved.get(k, 0)
         placed.append((p, q, r))
@@ -390,7 +390,7 @@ def check_invariants(problem: Problem, solution) -> None:
         q = next(q for q in problem.policies if q.subject == a.subject and q.pool == a.pool)
         head = requests[heads[0]]
         assert any(h.subject == head.requester and h.pool == a.pool for h in problem.policies)
-        # Borrowing: with everything that may sit before it in §3 order (non-preemptible
+        # Borrowing: with everything that may sit before it in borrowing order (non-preemptible
         # allocations and grants of its policy, preemptible ones started no later), it
         # holds more than the reserve on some key.
         p = pools[a.pool]

@@ -1,5 +1,5 @@
 """compiler.requests: merged ResourceSettings -> demand vector, requester and arrival order
-(SEMANTICS.md §1, FORMAT.md "Pipeline")."""
+(docs/format.md#pipeline)."""
 
 from __future__ import annotations
 

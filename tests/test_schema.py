@@ -1,4 +1,4 @@
-"""The published JSON Schemas (FORMAT.md "Published JSON Schemas").
+"""The published JSON Schemas (docs/format.md#the-published-schemas).
 
 - committed schemas/ and the packaged compiler/schemas/ equal what the models generate;
 - each is a valid draft 2020-12 schema;
@@ -112,7 +112,7 @@ def check_jsonschema(schema: str, files: list[Path]) -> dict:
 
 
 def test_check_jsonschema_accepts_the_example_pipelines_as_documented():
-    """FORMAT.md: `check-jsonschema --schemafile schemas/pipeline.schema.json pipelines/*.yaml`."""
+    """docs/format.md: `check-jsonschema --schemafile schemas/pipeline.schema.json pipelines/*.yaml`."""
     pipelines = sorted((REPO / "examples" / "pipelines").glob("*.yaml"))
     assert pipelines and check_jsonschema("pipeline.schema.json", pipelines) == {}
 

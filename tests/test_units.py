@@ -1,4 +1,4 @@
-"""compiler.units: quantities and CPU counts to integer request units (SEMANTICS.md §1, FORMAT.md).
+"""compiler.units: quantities and CPU counts to integer request units (docs/format.md#resourcesettings).
 
 Examples pin the documented conversions; hypothesis properties pin the rules
 (exact decimal, ceil on the request side, floor on the supply side, units).
@@ -35,7 +35,7 @@ ALL_UNITS = {**DECIMAL_UNITS, **BINARY_UNITS}
 # --- documented examples ---------------------------------------------------------
 
 @pytest.mark.parametrize("text, mb", [
-    ("16GiB", 17180),          # SEMANTICS.md §1: 17,179,869,184 B
+    ("16GiB", 17180),          # 17,179,869,184 B, rounded up
     ("16GB", 16000),
     ("16Gi", 17180),
     ("16G", 16000),
@@ -81,7 +81,7 @@ def test_parse_bytes_rejects(text: str):
 
 
 @pytest.mark.parametrize("cores, mcpu", [
-    (16.1, 16100),     # SEMANTICS.md §1: exact decimal (ZenML's float gives 16101)
+    (16.1, 16100),     # exact decimal (ZenML's float gives 16101)
     (0.5, 500), (2, 2000), (4, 4000), (0.25, 250), (8.5, 8500), (0.0001, 1), (1e-9, 1),
     (0.001, 1), (0.0011, 2), (96.5, 96500), (10**12, 10**15),
 ])

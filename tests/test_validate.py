@@ -163,7 +163,7 @@ def _message_params() -> list:
 
 @pytest.mark.parametrize("path", _message_params())
 def test_messages_read_as_one_clean_sentence(path: Path):
-    """One sentence per diagnostic (CLI.md): no line breaks, no doubled quotes, no 'None'."""
+    """One sentence per diagnostic (docs/cli.md#diagnostics): no line breaks, no doubled quotes, no 'None'."""
     header = read_header(path)
     for diag in validate_paths([_as_given(p) for p in [*header.contexts, path]]).diagnostics:
         message = diag.message

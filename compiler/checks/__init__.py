@@ -1,4 +1,4 @@
-"""Semantic rules over the whole configuration (SEMANTICS.md §2-3).
+"""Semantic rules over the whole configuration (docs/planning.md#eligibility, docs/format.md).
 
 Each rule family is one module; each check is a small generator registered with
 ``@check`` that yields Diagnostics. Adding a rule touches one module and its test.

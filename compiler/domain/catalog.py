@@ -4,8 +4,7 @@ A SageMaker training job cannot ask for "16 vCPUs and 2 GPUs"; it names an
 instance type. This module maps a step's demand onto the smallest type that
 holds it, so the generated job body never under- or over-provisions silently.
 
-The catalog is ``instance_types.csv`` beside this module. It is derived from the
-project's shared data file ``sagemaker-instance-types.csv``, whose facts come
+The catalog is ``instance_types.csv`` beside this module. Its facts come
 from the AWS documentation (EC2 and AWS Batch user guides, the EC2 Capacity
 Blocks pricing page) and public repositories, cited per row in the ``source``
 column. Prices (USD per hour, us-east-1) are indicative only and missing for

@@ -98,7 +98,7 @@ class Plan:
     diagnostics: tuple[Diagnostic, ...]
     solver: SolverInfo
     # What the plan changes against what runs (allocation names added / removed /
-    # unchanged); an addition to CLI.md's shape, set by compiler.plan.
+    # unchanged), set by compiler.plan.
     changes: dict[str, list[str]] | None = None
 
     def diagnostics_list(self) -> list[Diagnostic]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-# Keys that are unbounded in a pool that has no row for them (FORMAT.md).
+# Keys that are unbounded in a pool that has no row for them (docs/format.md#metered-keys).
 BUILTIN_UNBOUNDED = ("mcpu", "memory_mb", "step_run")
 
 

@@ -1,4 +1,4 @@
-"""Why each request got its status, in numbers (SEMANTICS.md §6).
+"""Why each request got its status, in numbers (docs/planning.md#explanations).
 
 Explanations are computed against the *final* state of a plan, i.e. what keeps
 running plus what is admitted: that is the state a user can check by hand, and
@@ -71,7 +71,7 @@ class FinalState:
 
     def borrowed(self) -> dict[str, dict[str, int]]:
         """Per kept allocation name and admitted request id, the units above its
-        policy's reserved share (SEMANTICS.md §3 applied to the final state):
+        policy's reserved share (docs/planning.md#reserved-share-and-borrowing, applied to the final state):
         per policy, non-preemptible first, then running before admitted (running
         by started_at, admitted by arrival rank), then name."""
         members: dict[str, list[tuple]] = {q: [] for q in self.policies}

@@ -1,4 +1,4 @@
-"""Planning strategy `optimal` (SEMANTICS.md §5) on OR-Tools CP-SAT.
+"""Planning strategy `optimal` (docs/planning.md#tiers) on OR-Tools CP-SAT.
 
 Why it is shaped this way:
 
@@ -419,7 +419,7 @@ def _exact_assignment(b: _Built, value: Callable[[cp_model.IntVar], int]) -> dic
 
 def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
           progress: Progress | None = None) -> Solution:
-    """Plan `problem` with the §5 lexicographic objective; see the module docstring."""
+    """Plan `problem` with the lexicographic objective (docs/planning.md#tiers); see the module docstring."""
     b = _build(problem)
     assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
     vals = _decisions(b, lambda var, chosen=assignment: chosen[var.index])

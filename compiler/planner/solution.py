@@ -13,5 +13,5 @@ class Solution:
     # allocation name -> sorted request ids it made room for
     preempted: dict[str, list[str]] = field(default_factory=dict)
     status: str = "OPTIMAL"                         # "OPTIMAL" | "FEASIBLE" (a limit stopped the solve)
-    objective: list[int] = field(default_factory=list)  # SEMANTICS.md §5 tier values in order ([] for zenml)
+    objective: list[int] = field(default_factory=list)  # tier values in order (docs/planning.md#tiers) ([] for zenml)
     gap: float = 0.0                                # largest relative gap between a tier's value and its bound

@@ -1,12 +1,12 @@
 """Planning strategy `zenml`: ZenML Pro's reference reconciler, simulated
-(SEMANTICS.md §4).
+(docs/planning.md#zenml-the-reference-reconciler-simulated).
 
 Why simulate: teams want to know what the real server would do with the same
 requests arriving one by one, to compare it with the `optimal` plan. The result is
 a heuristic, not an optimum, so the Solution says so honestly: status
 "HEURISTIC", objective [] (no tiers are scored) and gap 0.0 (no bound is claimed).
 
-Choices the spec leaves open, made here:
+Choices made here where the reconciler's description leaves room:
 - Requests arrive by (rank, id); rejected and unmanaged ones are never admitted.
 - A grant is an allocation started after every running one (later grants later).
 - A grant that a later arrival preempts is withdrawn from `admitted` and not queued
@@ -82,7 +82,7 @@ class _Policy:
         self.rsv = {k: rule.rsv(k) for k in pool.capacity}
         self.held = dict.fromkeys(pool.capacity, 0)
         self.npheld = dict.fromkeys(pool.capacity, 0)
-        self.np_allocs: list[_Alloc] = []   # SEMANTICS.md §3 order: non-preemptible first,
+        self.np_allocs: list[_Alloc] = []   # borrowing order: non-preemptible first,
         self.p_allocs: list[_Alloc] = []    # each by start time, then name
         self._borrowed: dict[_Alloc, dict[str, int]] | None = None
         self.queue: list[_Entry] = []
@@ -91,7 +91,7 @@ class _Policy:
 
     def add(self, alloc: _Alloc) -> None:
         """Take a new allocation; it is the most recently started one. A preemptible
-        one comes last in §3 order, so only its own borrowed part is new."""
+        one comes last in borrowing order, so only its own borrowed part is new."""
         if alloc.preemptible and self._borrowed is not None:
             self._borrowed[alloc] = {k: v - min(v, max(0, self.rsv[k] - self.held[k]))
                                      for k, v in alloc.holds.items() if v > self.rsv[k] - self.held[k]}
@@ -113,7 +113,8 @@ class _Policy:
         self.pos_fit = self.pos_rf = 0
 
     def borrowed(self) -> dict[_Alloc, dict[str, int]]:
-        """SEMANTICS.md §3 over the current allocations (running and granted)."""
+        """Borrowed parts (docs/planning.md#reserved-share-and-borrowing) over the
+        current allocations (running and granted)."""
         if self._borrowed is None:
             result = split_reserved(self.rsv, self.rsv, ((a, a.holds) for a in self.np_allocs + self.p_allocs))
             self._borrowed = result
@@ -123,7 +124,7 @@ class _Policy:
         """Index of the first live entry from `start` with limit room (and, if asked,
         reserved fit); len(queue) if none. Marks non-preemptible entries that would
         exceed the reserved share dead: non-preemptible holdings never shrink, so the
-        skip rule of §4 step 3 would skip them on every later pass too."""
+        skip rule of an allocation pass would skip them on every later pass too."""
         queue, held, lim, rsv, npheld = self.queue, self.held, self.lim, self.rsv, self.npheld
         index = start
         while index < len(queue):
@@ -161,7 +162,7 @@ class _PoolState:
         if policy is not None:
             policy.add(alloc)
             if not alloc.preemptible:
-                self._cands = None             # it comes first in §3 order: parts shift
+                self._cands = None             # it comes first in borrowing order: parts shift
             else:
                 self._count(alloc, 1)
                 borrowed = policy.borrowed()[alloc]
@@ -269,7 +270,7 @@ class _Simulation:
                 return
 
     def eligible(self, request: Request) -> list[PolicyRule]:
-        """§2 eligibility, by priority (desc) then pool name; memoized because steps
+        """Eligibility, by priority (desc) then pool name; memoized because steps
         of one pipeline template repeat the same requester and demand."""
         memo_key = (request.requester, request.preemptible, tuple(sorted(request.demand.items())))
         rules = self._eligible.get(memo_key)
@@ -324,7 +325,7 @@ class _Simulation:
         self.admitted[request.id] = policy.rule.name
 
     def preempt_for(self, state: _PoolState, policy: _Policy, entry: _Entry) -> bool:
-        """§4 step 5: all-or-nothing preemption for the blocked head; True if done."""
+        """All-or-nothing preemption for the blocked head; True if done."""
         memo = (policy.rule.subject, entry.items)
         if state.failed_before(memo):
             return False

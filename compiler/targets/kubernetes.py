@@ -1,5 +1,5 @@
 """Kubernetes target: one suspended batch/v1 Job per step on a Kubernetes component,
-plus one PriorityClass per policy priority (TARGETS.md "Kubernetes").
+plus one PriorityClass per policy priority (docs/targets.md#kubernetes).
 
 A managed Job is created suspended and carries Kueue's queue and priority labels:
 Kueue, not the Job controller, decides when it starts, which keeps the pool rules

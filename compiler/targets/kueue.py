@@ -1,4 +1,4 @@
-"""Kueue target: the cluster keeps the pool rules at runtime (TARGETS.md "Kueue").
+"""Kueue target: the cluster keeps the pool rules at runtime (docs/targets.md#kueue).
 
 Per pool, in ``kueue/<pool>.yaml`` (API kueue.x-k8s.io/v1beta2):
 - a ResourceFlavor ``<pool>`` and a root Cohort ``<pool>`` whose nominal quota is

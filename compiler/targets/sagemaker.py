@@ -1,5 +1,5 @@
 """SageMaker target: one complete CreateTrainingJob request body per step on a
-SageMaker step operator (TARGETS.md "SageMaker").
+SageMaker step operator (docs/targets.md#sagemaker).
 
 A training job names an instance type rather than CPUs and memory, so the body
 carries the catalog's choice (compiler.domain.catalog). Preemptible steps become
