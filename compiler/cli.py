@@ -10,20 +10,29 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 from . import __version__
+from .domain.plan import STRATEGIES
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 FORMATS = ["text", "json", "github", "sarif"]
 
 
-def guarded(fn):
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(fn: F) -> F:
     """Turn any unexpected exception into one line and exit 3 (never a traceback)."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
@@ -38,10 +47,10 @@ def guarded(fn):
                        "(please report it; set POOLC_DEBUG=1 for a traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
 
-    return wrapper
+    return cast(F, wrapper)
 
 
-def emit_diagnostics(diagnostics, fmt: str, quiet: bool) -> None:
+def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool) -> None:
     from .report import render, summary
 
     shown = [x for x in diagnostics if x.severity == "error"] if quiet else diagnostics
@@ -71,7 +80,7 @@ def main() -> None:
 @quiet_option
 @color_option
 @guarded
-def validate(paths, fmt, quiet, no_color):
+def validate(paths: tuple[str, ...], fmt: str, quiet: bool, no_color: bool) -> None:
     """Check files against the schemas and the pool/policy rules (no solver).
 
     Exit 0 when clean (warnings allowed), 1 when any error is found.
@@ -87,7 +96,7 @@ def validate(paths, fmt, quiet, no_color):
 @click.argument("kind", required=False)
 @click.option("--output-dir", type=click.Path(file_okay=False), help="Write the schema files here.")
 @guarded
-def schema(kind, output_dir):
+def schema(kind: str | None, output_dir: str | None) -> None:
     """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, poolc).
 
     Without KIND, prints poolc.schema.json (any v1 document, dispatched on kind);
@@ -116,7 +125,7 @@ def schema(kind, output_dir):
         click.echo("".join(texts.values()), nl=False)
 
 
-def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0):
+def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0) -> Callable[[str], None] | None:
     """Solver progress on stderr: always with --verbose, otherwise only once a
     solve has run for a while (short solves stay silent)."""
     if quiet:
@@ -136,9 +145,9 @@ def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0):
 @paths_argument
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file with the running allocations (written by apply).")
-@click.option("--strategy", type=click.Choice(["optimal", "zenml"]), default="optimal", show_default=True,
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
-                   "reference reconciler, simulated.")
+                   "reference reconciler, simulated; kueue: what Kueue will do with the generated objects.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True,
@@ -147,7 +156,8 @@ def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0):
 @quiet_option
 @color_option
 @guarded
-def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose, quiet, no_color):
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, fmt: str,
+         detailed_exitcode: bool, verbose: bool, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
     Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one);
@@ -199,7 +209,8 @@ def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose,
 @quiet_option
 @color_option
 @guarded
-def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color):
+def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, check: bool,
+          fmt: str, quiet: bool, no_color: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration is invalid, the plan file is stale, or

@@ -119,3 +119,5 @@ R006 = rule("R006", "error", "step fits no allowed SageMaker instance type", "re
 
 A001 = rule("A001", "warning", "running allocation of a subject with no policy on its pool", "state")
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")
+
+T001 = rule("T001", "warning", "the cluster (Kueue) will do otherwise than the plan for this step", "targets")

@@ -22,7 +22,7 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.naming import allocation_name
-from .domain.plan import Plan
+from .domain.plan import STRATEGIES, Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
 from .model import Allocation
@@ -32,7 +32,6 @@ from .requests import StepRequest
 from .state import StateRead, changes, dump_state, read_state, state_from_plan
 from .validate import Validation, validate_paths
 
-STRATEGIES = ("optimal", "zenml")
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
 _STEP_RULES = {d.R001.id, d.R002.id, d.R006.id, d.K002.id, d.K003.id}
@@ -129,13 +128,28 @@ def _without_allocations(config: Config, names: set[str]) -> Config:
     return dataclasses.replace(config, allocations=kept)
 
 
+def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest], running: Mapping[str, Running],
+                    assembled: Callable[[Solution], Plan], optimal: Strategy) -> Solution:
+    """What Kueue will do: every Job waits in the queue of its first eligible
+    policy, the cluster decides; steps outside Kubernetes are planned as the
+    optimal strategy would, since nothing but the plan gates them."""
+    from .runtime import kueue_solution, replay
+
+    waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
+    replayed = replay(config, waiting, requests, problem, running)
+    kubernetes_ids = {r.id for r in waiting.requests if r.id in {w.name for w in replayed.simulation.outcomes.values()}}
+    return kueue_solution(replayed, optimal(problem), kubernetes_ids)
+
+
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
-               progress: Callable[[str], None] | None = None) -> PlanResult:
+               progress: Callable[[str], None] | None = None, runtime_check: bool = True) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``.
 
-    ``strategy``: "optimal" (default), "zenml", or a ``solve(problem) -> Solution``
-    function; ``progress`` receives the optimal solver's progress lines."""
-    solve = load_strategy(strategy, progress)
+    ``strategy``: "optimal" (default), "zenml", "kueue", or a ``solve(problem) ->
+    Solution`` function; ``progress`` receives the optimal solver's progress lines.
+    ``runtime_check`` replays the plan through Kueue's scheduler (the plan's
+    ``runtime`` section)."""
+    solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
     state = read_state(state_file) if state_file else StateRead([], {}, None, [])
@@ -152,10 +166,20 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     plannable = [r for r in requests if r.id not in rejected and r.id not in running]
     problem = problem_from_config(config, plannable, state.allocations)
 
-    solution = solve(problem)
-    plan = assemble(problem, solution, requests, rejected=rejected, running=running,
-                    diagnostics=[*validation.diagnostics, *state.diagnostics],
-                    digest=inputs_digest(config, state.allocations))
+    def assembled(solution: Solution) -> Plan:
+        return assemble(problem, solution, requests, rejected=rejected, running=running,
+                        diagnostics=[*validation.diagnostics, *state.diagnostics],
+                        digest=inputs_digest(config, state.allocations))
+
+    if strategy == "kueue":
+        solution = _kueue_strategy(config, problem, requests, running, assembled, load_strategy("optimal", progress))
+    else:
+        solution = solve(problem)
+    plan = assembled(solution)
+    if runtime_check:
+        from .runtime import replay, with_runtime
+
+        plan = with_runtime(plan, replay(config, plan, requests, problem, running), requests, config)
     new_state = state_from_plan(plan, previous, digest=inputs_digest(validation.config),
                                 from_files=validation.config.allocations, preempted_before=state.preempted)
     changed = changes(previous, new_state["allocations"])

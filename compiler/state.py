@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from . import API_VERSION
 from . import diagnostics as d
 from .config import build_config
 from .diagnostics import Diagnostic
@@ -179,7 +180,7 @@ def new_allocation(request_id: str, requester: str, pool: str, policy: str, pree
                    demand: Mapping[str, int]) -> Allocation:
     """The allocation `apply` records for a newly admitted step (no started_at: see the module doc)."""
     return Allocation.model_validate({
-        "apiVersion": "poolc/v1",
+        "apiVersion": API_VERSION,
         "kind": "Allocation",
         "metadata": {"name": allocation_name(request_id),
                      "description": f"step {request_id}, admitted through policy {policy}",

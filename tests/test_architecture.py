@@ -17,9 +17,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "compiler"
 # Top to bottom, as in docs/architecture.md.
 LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"cli", "__main__"}),
-    ("commands", {"validate", "plan", "apply", "show", "statecmd", "rules_doc"}),
+    ("commands", {"validate", "plan", "apply", "show", "statecmd", "rules_doc", "runtime"}),
     ("stages", {"checks", "planner", "targets", "report"}),
-    ("data in", {"requests", "config", "schema", "model", "load", "state", "inputs", "jsonpos", "schemas"}),
+    ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
+                 "schemas"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "__init__"}),
 ]

@@ -1,8 +1,14 @@
 """The rule table in docs/rules.md is generated from the registry; stale docs fail."""
 
+import json
+import re
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
 from compiler import rules_doc
+from compiler.cli import main
 from compiler.diagnostics import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,13 +31,6 @@ def test_every_rule_is_in_the_table():
 # every path a doc, an example, a schema description or the CLI help names must be a
 # file here, and no text may send readers to contract files that are not shipped.
 
-import json
-import re
-
-import pytest
-from click.testing import CliRunner
-
-from compiler.cli import main
 
 # Built from pieces so that this file does not name them itself.
 _CONTRACT_FILES = re.compile(r"\b(?:" + "|".join(["FORMAT", "CLI", "SEMANTICS", "TARGETS", "ARCHITECTURE"])

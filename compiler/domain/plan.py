@@ -27,7 +27,7 @@ ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
 STATUSES = (ALLOCATED, QUEUED, REJECTED)
 UNMANAGED = "UNMANAGED"
 # Every strategy a plan can name, in the order the CLI lists them.
-STRATEGIES = ("optimal", "zenml")
+STRATEGIES = ("optimal", "zenml", "kueue")
 
 
 class PlanFormatError(ValueError):
@@ -90,6 +90,39 @@ class SolverInfo:
 
 
 @dataclass(frozen=True)
+class RuntimeDifference:
+    """A request or running allocation for which the cluster will do otherwise."""
+
+    id: str           # request id, or allocation name
+    plan: str         # allocated | queued | running | preempted
+    cluster: str      # admitted | pending | running | preempted
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "plan": self.plan, "cluster": self.cluster, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What the cluster's own scheduler will do with what apply writes, against the plan."""
+
+    engine: str                                   # "kueue"
+    differences: tuple[RuntimeDifference, ...]    # sorted by id
+    notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences
+
+    def as_dict(self) -> dict:
+        found: dict[str, Any] = {"engine": self.engine, "agrees": self.agrees,
+                                 "differences": [x.as_dict() for x in self.differences]}
+        if self.notes:
+            found["notes"] = list(self.notes)
+        return found
+
+
+@dataclass(frozen=True)
 class Plan:
     inputs_digest: str
     requests: tuple[PlannedRequest, ...]      # sorted by id
@@ -100,6 +133,7 @@ class Plan:
     # What the plan changes against what runs (allocation names added / removed /
     # unchanged), set by compiler.plan.
     changes: dict[str, list[str]] | None = None
+    runtime: Runtime | None = None
 
     def diagnostics_list(self) -> list[Diagnostic]:
         """Validation and state diagnostics, in report order."""
@@ -119,6 +153,7 @@ class Plan:
                              "severity": x.severity, "message": x.message} for x in self.diagnostics],
             "solver": self.solver.as_dict(),
             **({"changes": self.changes} if self.changes is not None else {}),
+            **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
         }
 
 

@@ -8,7 +8,7 @@ sentences, deterministic, and name the rule, the key and both numbers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..domain.borrowing import split_reserved
@@ -17,7 +17,7 @@ from ..domain.problem import EARLIEST, PolicyRule, Problem, Request, Running, st
 from .solution import Solution
 
 
-def _add(into: dict[str, int], amounts: Mapping[str, int], keys) -> None:
+def _add(into: dict[str, int], amounts: Mapping[str, int], keys: Iterable[str]) -> None:
     for key in keys:
         if amounts.get(key, 0):
             into[key] = into.get(key, 0) + amounts[key]
@@ -148,7 +148,7 @@ def queued_message(state: FinalState, request: Request, eligible: list[PolicyRul
         pool = eligible[reasons.index(None)].pool
         return (f"would fit in pool {pool} now, but the solver stopped before admitting it "
                 f"(status {state.solution.status})")
-    return reasons[0]
+    return next(reason for reason in reasons if reason is not None)
 
 
 # --- preempted ---------------------------------------------------------------------

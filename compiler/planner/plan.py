@@ -85,47 +85,46 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
     by_id = {r.id: r for r in problem.requests}
     planned = []
     for step in requests:
-        common = {"id": step.id, "requester": step.requester, "preemptible": step.preemptible,
-                  "demand": dict(sorted(step.demand.items()))}
+        def entry(status: str, message: str, *, pool: str | None = None, policy: str | None = None,
+                  borrowed: Mapping[str, int] | None = None, reason: str | None = None,
+                  running_as: str | None = None, step: StepRequest = step) -> PlannedRequest:
+            return PlannedRequest(id=step.id, requester=step.requester, preemptible=step.preemptible,
+                                  demand=dict(sorted(step.demand.items())), status=status, pool=pool,
+                                  policy=policy, borrowed=dict(borrowed or {}), reason=reason, message=message,
+                                  running=running_as)
+
         if step.id in rejected:
             rule, message = rejected[step.id]
-            planned.append(PlannedRequest(**common, status=REJECTED, pool=None, policy=None, borrowed={},
-                                          reason=rule, message=message))
+            planned.append(entry(REJECTED, message, reason=rule))
             continue
         if step.id in running:
             alloc = running[step.id]
-            policy = problem.policy_for(alloc.subject, alloc.pool)
+            rule_of = problem.policy_for(alloc.subject, alloc.pool)
+            through = rule_of.name if rule_of else None
             if alloc.name in preemptions:
-                planned.append(PlannedRequest(**common, status=QUEUED, pool=None,
-                                              policy=policy.name if policy else None, borrowed={},
-                                              reason=None, running=alloc.name,
-                                              message=requeued_message(alloc.name, preemptions[alloc.name].message)))
+                planned.append(entry(QUEUED, requeued_message(alloc.name, preemptions[alloc.name].message),
+                                     policy=through, running_as=alloc.name))
             else:
                 borrowed = after.get(alloc.name, {})
-                planned.append(PlannedRequest(**common, status=ALLOCATED, pool=alloc.pool,
-                                              policy=policy.name if policy else None, borrowed=borrowed,
-                                              reason=None, running=alloc.name,
-                                              message=running_message(alloc.name, borrowed)))
+                planned.append(entry(ALLOCATED, running_message(alloc.name, borrowed), pool=alloc.pool,
+                                     policy=through, borrowed=borrowed, running_as=alloc.name))
             continue
         request = by_id[step.id]
         eligible, reasons = eligible_policies(problem, request)
         admitted = solution.admitted.get(step.id)
         if admitted is not None:
-            policy = state.policies[admitted]
+            chosen = state.policies[admitted]
             borrowed = after.get(step.id, {})
-            planned.append(PlannedRequest(**common, status=ALLOCATED, pool=policy.pool, policy=policy.name,
-                                          borrowed=borrowed, reason=None, message=allocated_message(borrowed)))
+            planned.append(entry(ALLOCATED, allocated_message(borrowed), pool=chosen.pool, policy=chosen.name,
+                                 borrowed=borrowed))
         elif not eligible and not reasons:
-            planned.append(PlannedRequest(**common, status=ALLOCATED, pool=None, policy=None, borrowed={},
-                                          reason=UNMANAGED, message=unmanaged_message(request.requester)))
+            planned.append(entry(ALLOCATED, unmanaged_message(request.requester), reason=UNMANAGED))
         elif not eligible:
             rule, message = rejection(step.step, reasons)
-            planned.append(PlannedRequest(**common, status=REJECTED, pool=None, policy=None, borrowed={},
-                                          reason=rule, message=message))
+            planned.append(entry(REJECTED, message, reason=rule))
         else:
             # it waits in the queue of its first eligible policy (priority, then pool name)
-            planned.append(PlannedRequest(**common, status=QUEUED, pool=None, policy=eligible[0].name, borrowed={},
-                                          reason=None, message=queued_message(state, request, eligible)))
+            planned.append(entry(QUEUED, queued_message(state, request, eligible), policy=eligible[0].name))
     return Plan(
         inputs_digest=digest,
         requests=tuple(sorted(planned, key=lambda r: r.id)),

@@ -176,12 +176,14 @@ class _PoolState:
     def release(self, alloc: _Alloc) -> None:
         for k, v in alloc.holds.items():
             self.used[k] -= v
+        assert alloc.policy is not None, "only allocations under a policy are preemptible"
         alloc.policy.remove(alloc)
         self._count(alloc, -1)
         self._cands = None
         self.version += 1
 
     def _count(self, alloc: _Alloc, sign: int) -> None:
+        assert alloc.policy is not None, "only allocations under a policy are counted"
         sums = self._preemptible_by_priority.setdefault(alloc.policy.priority, dict.fromkeys(self.cap, 0))
         for k, v in alloc.holds.items():
             sums[k] += sign * v
@@ -200,7 +202,7 @@ class _PoolState:
         """(allocation, priority, borrowed part) of the preemptible borrowing
         allocations, by policy priority asc, most recently started first, then name."""
         if self._cands is None:
-            cands = []
+            cands: list[tuple[_Alloc, int, dict[str, int]]] = []
             for policy in self.policies:
                 borrowed = policy.borrowed()
                 cands.extend((a, policy.priority, borrowed[a]) for a in policy.p_allocs if borrowed[a])

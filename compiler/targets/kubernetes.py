@@ -192,6 +192,13 @@ def render_priority_classes(ctx: TargetContext) -> tuple[list[dict], list[str]] 
     return objects, sources
 
 
+def jobs(ctx: TargetContext) -> dict[str, dict]:
+    """Request id -> the Job apply writes for it, as the API object."""
+    steps = kubernetes_steps(ctx)
+    names = job_names(steps)
+    return {request.id: render_job(ctx, request, component, names[request.id]) for request, component in steps}
+
+
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
     files: dict[str, str] = {}

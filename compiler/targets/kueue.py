@@ -190,6 +190,20 @@ def render_priorities(ctx: TargetContext) -> tuple[list[dict], list[str]] | None
     return objects, sources
 
 
+def cluster_objects(ctx: TargetContext) -> list[dict]:
+    """Every Kueue object apply writes, as the API objects (what a replay of the
+    cluster reads: the same objects, not a second model of them)."""
+    objects: list[dict] = []
+    for pool in ctx.pools:
+        rendered = render_pool(ctx, pool)
+        if rendered is not None:
+            objects += rendered[0]
+    priorities = render_priorities(ctx)
+    if priorities is not None:
+        objects += priorities[0]
+    return objects
+
+
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kueue/<pool>.yaml`` per pool a Kubernetes component uses, and ``kueue/priorities.yaml``."""
     files: dict[str, str] = {}

@@ -1,0 +1,150 @@
+"""Strategy `kueue`, and the runtime check of every plan: what Kueue will do with
+the objects `apply` writes (docs/planning.md#kueue-what-the-cluster-will-do).
+
+This stage takes values only: the Kueue objects and the Jobs that the targets
+render for a plan (as API objects), and the running allocations as Kueue sees
+them. It replays them through ``compiler.kueuesim`` (Kueue's scheduler, offline)
+and reads the outcome back in poolc's terms: which request Kueue admits through
+which policy (a Solution, for ``--strategy kueue``), and where the cluster will do
+otherwise than a plan says (the plan's ``runtime`` section).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..domain.plan import ALLOCATED, QUEUED, Plan, RuntimeDifference
+from ..kueuesim import Simulation, Workload, canonical_units, simulate
+
+ENGINE = "kueue"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+POLICY_LABEL = "poolc.dev/policy"
+# poolc's request keys as the Kubernetes resources a pod asks for.
+K8S_RESOURCE = {"mcpu": "cpu", "memory_mb": "memory", "gpu": "nvidia.com/gpu", "step_run": "pods"}
+ADMITTED, PENDING, PREEMPTED = "admitted", "pending", "preempted"
+
+
+@dataclass(frozen=True)
+class RunningWorkload:
+    """A running allocation as an admitted Kueue workload (its step's Job, or what
+    its subject would have submitted)."""
+
+    name: str                    # the allocation's name
+    namespace: str
+    queue: str                   # LocalQueue
+    priority_class: str | None   # WorkloadPriorityClass name
+    holds: Mapping[str, int]     # poolc request keys
+    start_rank: int              # 0 = started earliest
+
+
+def pod_requests(job: Mapping) -> dict[str, int]:
+    """What a Job's pod asks for, in Kueue's units (a container's limit stands for
+    a request it does not give, as Kubernetes defaults it)."""
+    total: dict[str, int] = {"pods": 1}
+    spec = job["spec"]["template"]["spec"]
+    for container in spec.get("containers", []):
+        resources = container.get("resources", {})
+        asked = {**resources.get("limits", {}), **resources.get("requests", {})}
+        for name, quantity in asked.items():
+            total[name] = total.get(name, 0) + canonical_units(name, quantity)
+    return total
+
+
+def holds_requests(holds: Mapping[str, int]) -> dict[str, int]:
+    """A running allocation's holds in Kueue's units (custom keys are not pod resources)."""
+    total = {"pods": 1}
+    for key, units in holds.items():
+        if key == "mcpu" and units:
+            total["cpu"] = units
+        elif key == "memory_mb" and units:
+            total["memory"] = units * 1_000_000
+        elif key == "gpu" and units:
+            total["nvidia.com/gpu"] = units
+    return total
+
+
+def priority_values(objects: Iterable[Mapping]) -> dict[str, int]:
+    return {o["metadata"]["name"]: int(o.get("value", 0)) for o in objects if o.get("kind") == "WorkloadPriorityClass"}
+
+
+def queue_policies(objects: Iterable[Mapping]) -> dict[tuple[str, str], str]:
+    """(namespace, LocalQueue) -> the policy of the ClusterQueue it feeds."""
+    cq_policy = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(POLICY_LABEL)
+                 for o in objects if o.get("kind") == "ClusterQueue"}
+    found = {}
+    for o in objects:
+        if o.get("kind") == "LocalQueue":
+            policy = cq_policy.get(o["spec"]["clusterQueue"])
+            if policy:
+                found[(o["metadata"]["namespace"], o["metadata"]["name"])] = policy
+    return found
+
+
+def workloads(objects: list[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
+              running: Iterable[RunningWorkload]) -> list[Workload]:
+    """The workloads Kueue would see: every running allocation admitted (by start
+    order), and every Job with a queue created in arrival order."""
+    values = priority_values(objects)
+    found = []
+    for alloc in running:
+        found.append(Workload(name=alloc.name, namespace=alloc.namespace, queue_name=alloc.queue,
+                              priority=values.get(alloc.priority_class or "", 0),
+                              requests=holds_requests(alloc.holds), created=-1_000_000 + alloc.start_rank,
+                              admitted_at=alloc.start_rank))
+    for request_id, job in sorted(jobs.items(), key=lambda item: (arrival[item[0]], item[0])):
+        labels = job["metadata"].get("labels", {})
+        if QUEUE_LABEL not in labels:
+            continue  # unmanaged: Kueue does not hold it back
+        found.append(Workload(name=request_id, namespace=job["metadata"]["namespace"], queue_name=labels[QUEUE_LABEL],
+                              priority=values.get(labels.get(PRIORITY_LABEL, ""), 0), requests=pod_requests(job),
+                              created=arrival[request_id]))
+    return found
+
+
+def replay(objects: list[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
+           running: Iterable[RunningWorkload]) -> Simulation:
+    """Kueue's scheduler over these objects until nothing more can be admitted."""
+    return simulate(objects, workloads(objects, jobs, arrival, running))
+
+
+def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dict[str, str]:
+    """Workload name -> the policy it runs under, for every admitted workload."""
+    cq_policy = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(POLICY_LABEL)
+                 for o in objects if o.get("kind") == "ClusterQueue"}
+    return {name: cq_policy[o.cluster_queue] for name, o in simulation.outcomes.items()
+            if o.status == ADMITTED and o.cluster_queue in cq_policy and cq_policy[o.cluster_queue]}
+
+
+def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str, str]) -> list[RuntimeDifference]:
+    """Where the cluster will do otherwise than ``plan``: per Kubernetes request
+    (allocated vs left pending, queued vs admitted) and per running allocation
+    (preempted by one and not the other). ``running_of_step``: step id -> the
+    allocation that already runs it."""
+    outcomes = simulation.outcomes
+    found: list[RuntimeDifference] = []
+    for request in plan.requests:
+        outcome = outcomes.get(request.id)
+        if request.id in running_of_step or outcome is None:
+            continue  # a running step is judged by its allocation; no outcome: not a Kueue workload
+        if request.status == ALLOCATED and outcome.status != ADMITTED:
+            found.append(RuntimeDifference(request.id, ALLOCATED, PENDING,
+                                           f"the plan allocates it, but Kueue will leave it pending: {outcome.reason}"))
+        elif request.status == QUEUED and outcome.status == ADMITTED:
+            found.append(RuntimeDifference(request.id, QUEUED, ADMITTED,
+                                           f"the plan queues it, but Kueue will admit it in ClusterQueue "
+                                           f"{outcome.cluster_queue}: {outcome.reason}"))
+    steps = {r.id for r in plan.requests}
+    preempted = {p.id for p in plan.preempted}
+    for name, outcome in sorted(outcomes.items()):
+        if name in steps:
+            continue
+        if outcome.status == PREEMPTED and name not in preempted:
+            found.append(RuntimeDifference(name, "running", PREEMPTED,
+                                           f"the plan keeps it running, but Kueue will preempt it: {outcome.reason}"))
+        elif outcome.status == ADMITTED and name in preempted:
+            found.append(RuntimeDifference(name, PREEMPTED, "running",
+                                           "the plan preempts it, but Kueue will keep it running: no workload "
+                                           "Kueue admits needs its quota"))
+    return sorted(found, key=lambda x: x.id)

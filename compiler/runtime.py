@@ -1,0 +1,113 @@
+"""The runtime check of a plan, and the `kueue` strategy: render what apply would
+write for a plan, replay it through Kueue's scheduler, and read the outcome back.
+
+This composes two stages (targets, planner.kueue), so it lives with the commands:
+the replay reads exactly the objects and Jobs apply writes (the same code path,
+not a second model of them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from . import diagnostics as d
+from .config import Config
+from .diagnostics import Diagnostic
+from .domain.naming import local_queue_name, priority_class_name
+from .domain.plan import ALLOCATED, QUEUED, Plan, Runtime, RuntimeDifference
+from .domain.problem import Problem, Running
+from .model import KubernetesComponent
+from .planner import kueue as replaying
+from .planner.solution import Solution
+from .requests import StepRequest
+from .targets import kubernetes, kueue
+from .targets.context import TargetContext
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    objects: list[dict]
+    simulation: replaying.Simulation
+    running_of_step: dict[str, str]
+
+
+def running_workloads(ctx: TargetContext, problem: Problem) -> list[replaying.RunningWorkload]:
+    """The running allocations of Kubernetes subjects as admitted workloads, in the
+    queue their step's Job would use (guaranteed for non-preemptible, burst else)."""
+    found = []
+    for alloc in problem.running:
+        policy = problem.policy_for(alloc.subject, alloc.pool)
+        component = ctx.component(alloc.subject)
+        if policy is None or not isinstance(component, KubernetesComponent):
+            continue
+        found.append(replaying.RunningWorkload(alloc.name, component.namespace,
+                                               local_queue_name(policy.name, alloc.preemptible),
+                                               priority_class_name(policy.priority), alloc.holds, alloc.start_rank))
+    return found
+
+
+def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem: Problem,
+           running: Mapping[str, Running]) -> Replay:
+    """Kueue's outcome for what apply would write for ``plan``. ``running``: step id
+    -> the allocation that already runs it (its Job is that admitted workload)."""
+    ctx = TargetContext.of(config, plan, requests)
+    objects = kueue.cluster_objects(ctx)
+    waiting = {r.id for r in plan.requests if r.status in (ALLOCATED, QUEUED) and r.id not in running}
+    jobs = {rid: job for rid, job in kubernetes.jobs(ctx).items() if rid in waiting}
+    arrival = {r.id: r.rank for r in problem.requests}
+    simulation = replaying.replay(objects, jobs, arrival, running_workloads(ctx, problem))
+    return Replay(objects, simulation, {step: alloc.name for step, alloc in running.items()})
+
+
+def runtime_of(plan: Plan, replayed: Replay) -> Runtime:
+    return Runtime(replaying.ENGINE, tuple(replaying.differences(plan, replayed.simulation, replayed.running_of_step)))
+
+
+def runtime_diagnostics(runtime: Runtime, requests: Iterable[StepRequest], config: Config) -> list[Diagnostic]:
+    """One warning (T001) per difference, on the step's settings or the
+    allocation's document, saying what the cluster will do and why."""
+    by_id = {r.id: r for r in requests}
+    found = []
+    for difference in runtime.differences:
+        request = by_id.get(difference.id)
+        if request is not None:
+            found.append(request.entry.doc.diagnostic(d.T001, f"step {request.step!r}: {difference.message}",
+                                                      request.settings_path(), request=request.id))
+            continue
+        entry = config.allocations.get(difference.id)
+        if entry is not None:
+            found.append(entry.doc.diagnostic(d.T001, f"allocation {difference.id!r}: {difference.message}",
+                                              ("metadata", "name")))
+    return found
+
+
+def with_runtime(plan: Plan, replayed: Replay, requests: Iterable[StepRequest], config: Config) -> Plan:
+    """``plan`` with its runtime section and one T001 warning per difference."""
+    runtime = runtime_of(plan, replayed)
+    extra = runtime_diagnostics(runtime, requests, config)
+    diagnostics = tuple(sorted([*plan.diagnostics, *extra], key=lambda x: (x.file, x.line, x.column, x.rule,
+                                                                            x.message, x.end_line, x.end_column,
+                                                                            x.severity)))
+    return dataclasses.replace(plan, runtime=runtime, diagnostics=diagnostics)
+
+
+def kueue_solution(replayed: Replay, others: Solution, kubernetes_ids: set[str]) -> Solution:
+    """The `kueue` strategy's Solution: Kubernetes requests as Kueue admits them,
+    the others (SageMaker: nothing in AWS enforces a pool) as ``others`` decided."""
+    admitted = replaying.admitted_policies(replayed.simulation, replayed.objects)
+    chosen = {rid: policy for rid, policy in admitted.items() if rid in kubernetes_ids}
+    chosen.update({rid: policy for rid, policy in others.admitted.items() if rid not in kubernetes_ids})
+    preempted: dict[str, list[str]] = {}
+    for name, outcome in replayed.simulation.outcomes.items():
+        if outcome.status == replaying.PREEMPTED:
+            preempted[name] = sorted(outcome.preempted_by)
+    for name, for_ in others.preempted.items():
+        outside = [rid for rid in for_ if rid not in kubernetes_ids]
+        if outside:
+            preempted.setdefault(name, sorted(set(preempted.get(name, [])) | set(outside)))
+    return Solution(strategy="kueue", admitted=dict(sorted(chosen.items())), preempted=dict(sorted(preempted.items())),
+                    status="SIMULATED", objective=[], gap=0.0)
+
+
+__all__ = ["RuntimeDifference", "kueue_solution", "replay", "runtime_of", "with_runtime"]
