@@ -58,6 +58,7 @@ class _Track:
     borrowing: bool = False
     evicted: bool = False
     preempted_by: list[str] = field(default_factory=list)
+    preemptions: list[str] = field(default_factory=list)
     scan: dict[int, int] = field(default_factory=dict)
 
 
@@ -344,7 +345,8 @@ class Scheduler:
             track.scan = {}
             if by not in track.preempted_by:
                 track.preempted_by.append(by)
-            track.reason = f"preempted in cycle {self.cycle} by {by} ({target.reason})"
+            track.preemptions.append(f"in cycle {self.cycle} by {by} under {target.reason}")
+            track.reason = f"preempted {track.preemptions[-1]}"
             root = self.tree.cqs[adm.cq].root()
             roots[root.name if root.is_cohort else "cq:" + root.name] = root
             self.queues[adm.cq].push(adm.workload)
@@ -367,10 +369,7 @@ class Scheduler:
                 continue
             reason = track.reason or self._untried_reason(track)
             if track.evicted:
-                reason = (
-                    f"preempted by {', '.join(track.preempted_by)} and not re-admitted; "
-                    f"last: {reason}"
-                )
+                reason = f"preempted {'; then '.join(track.preemptions)}; not re-admitted: {reason}"
             out[name] = Outcome(
                 name, "preempted" if track.evicted else "pending", track.cq, {},
                 tuple(track.preempted_by), reason, False,

@@ -85,24 +85,26 @@ def priority_class(name: str, value: int) -> dict[str, Any]:
 
 
 @cache
-def _schema(kind: str) -> dict[str, Any] | None:
+def _validator(kind: str) -> Any:
     path = CRDS / f"kueue.x-k8s.io_{_PLURAL[kind]}.yaml"
     if not path.exists():
         return None
     crd = YAML(typ="safe").load(path.read_text())
     for version in crd["spec"]["versions"]:
         if version["name"] == "v1beta2":
-            schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
-            return schema
+            schema = version["schema"]["openAPIV3Schema"]
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+            return cls(schema)
     return None
 
 
 def check_crds(objects: list[dict[str, Any]]) -> None:
     """Validate test objects against the upstream CRD schemas (only when they are on this machine)."""
     for obj in objects:
-        schema = _schema(obj["kind"])
-        if schema is not None:
-            jsonschema.validate(obj, schema)
+        validator = _validator(obj["kind"])
+        if validator is not None:
+            validator.validate(obj)
 
 
 def run(objects: list[dict[str, Any]], workloads: list[Workload], **kwargs: Any) -> Simulation:
