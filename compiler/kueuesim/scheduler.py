@@ -33,7 +33,7 @@ from .flavors import NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
 from .model import Outcome, Simulation, Workload
 from .objects import ClusterQueueSpec, Config, FlavorResource, parse_objects
 from .preemption import Admitted, Preemptor, Target, add, remove, simulate_preemption
-from .queues import PendingQueue
+from .queues import PendingQueue, queue_key
 from .quota import Node, QuotaTree
 
 
@@ -346,7 +346,7 @@ class Scheduler:
             if by not in track.preempted_by:
                 track.preempted_by.append(by)
             track.preemptions.append(f"in cycle {self.cycle} by {by} under {target.reason}")
-            track.reason = f"preempted {track.preemptions[-1]}"
+            track.reason = ""
             root = self.tree.cqs[adm.cq].root()
             roots[root.name if root.is_cohort else "cq:" + root.name] = root
             self.queues[adm.cq].push(adm.workload)
@@ -377,8 +377,10 @@ class Scheduler:
         return out
 
     def _untried_reason(self, track: _Track) -> str:
-        if track.cq is not None and self.queues[track.cq].strict:
-            return f"queued behind a workload that cannot be admitted in StrictFIFO ClusterQueue '{track.cq}'"
+        queue = self.queues.get(track.cq) if track.cq is not None else None
+        if queue is not None and queue.strict:
+            head = min(queue.pending(), key=queue_key)
+            return f"queued behind '{head.name}', which cannot be admitted, in StrictFIFO ClusterQueue '{track.cq}'"
         return "not yet tried by the scheduler"
 
     def usage(self) -> dict[str, dict[str, dict[str, int]]]:

@@ -9,7 +9,16 @@ import pytest
 
 from compiler.kueuesim import Workload
 
-from .builders import CRDS, check_crds, cluster_queue, cpu_group, flavor, local_queue, run, wl
+from .builders import (
+    CRDS,
+    check_crds,
+    cluster_queue,
+    cpu_group,
+    flavor,
+    local_queue,
+    run,
+    wl,
+)
 
 
 def _single(strategy: str | None = None, selector: Any = None, **kwargs: Any) -> list[dict[str, Any]]:

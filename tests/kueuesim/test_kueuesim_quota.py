@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from compiler.kueuesim import Workload
 
-from .builders import cluster_queue, cohort, cpu_group, flavor, group, local_queue, quota, run, wl
+from .builders import (
+    cluster_queue,
+    cohort,
+    cpu_group,
+    flavor,
+    group,
+    local_queue,
+    quota,
+    run,
+    wl,
+)
 
 
 def _team_ab(a_cpu: dict[str, object], b_cpu: dict[str, object]) -> list[dict[str, object]]:
