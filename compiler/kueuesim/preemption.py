@@ -19,7 +19,7 @@ Models ``pkg/scheduler/preemption`` (classical mode, no fair sharing):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .model import Workload
@@ -50,6 +50,35 @@ class Admitted:
 
     def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
         return any((flavor, res) in frs for res, flavor in self.flavors.items())
+
+
+class AdmittedIndex:
+    """Admitted workloads per ClusterQueue, also indexed by the flavor-resources they use."""
+
+    def __init__(self, cluster_queues: Iterable[str]) -> None:
+        self.by_cq: dict[str, dict[str, Admitted]] = {cq: {} for cq in cluster_queues}
+        self._by_fr: dict[str, dict[FlavorResource, dict[str, Admitted]]] = {cq: {} for cq in self.by_cq}
+
+    def add(self, adm: Admitted) -> None:
+        self.by_cq[adm.cq][adm.workload.name] = adm
+        for res, flavor in adm.flavors.items():
+            self._by_fr[adm.cq].setdefault((flavor, res), {})[adm.workload.name] = adm
+
+    def remove(self, adm: Admitted) -> None:
+        del self.by_cq[adm.cq][adm.workload.name]
+        for res, flavor in adm.flavors.items():
+            self._by_fr[adm.cq][(flavor, res)].pop(adm.workload.name, None)
+
+    def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
+        """The admitted workloads of ``cq`` that use any of ``frs``, by name."""
+        index = self._by_fr[cq]
+        if len(frs) == 1:
+            (fr,) = frs
+            return list(index.get(fr, {}).values())
+        found: dict[str, Admitted] = {}
+        for fr in sorted(frs):
+            found.update(index.get(fr, {}))
+        return list(found.values())
 
 
 @dataclass(frozen=True)
@@ -99,7 +128,7 @@ class Preemptor:
     def __init__(
         self,
         tree: QuotaTree,
-        admitted: Mapping[str, Mapping[str, Admitted]],
+        admitted: AdmittedIndex,
         spec: ClusterQueueSpec,
         workload: Workload,
         usage: Mapping[FlavorResource, int],
@@ -112,6 +141,21 @@ class Preemptor:
         self.workload = workload
         self.usage = dict(usage)
         self.frs = frs
+
+    # Only the preemptor's flavor-resources are read while searching, and every
+    # flavor-resource is accounted independently in the tree, so victims are taken
+    # out and put back for those flavor-resources only.
+    def _take(self, adm: Admitted) -> None:
+        node = self.tree.cqs[adm.cq]
+        for fr, value in adm.usage.items():
+            if fr in self.usage:
+                node.remove_usage(fr, value)
+
+    def _give(self, adm: Admitted) -> None:
+        node = self.tree.cqs[adm.cq]
+        for fr, value in adm.usage.items():
+            if fr in self.usage:
+                node.add_usage(fr, value)
 
     # -- candidates ---------------------------------------------------------
     def _forbidden_borrow(self) -> bool:
@@ -138,7 +182,7 @@ class Preemptor:
         return _RECLAIM_WHILE_BORROW
 
     def _from_cq(self, cq: str, lca: Node | None, hierarchical: bool, out: list[_Candidate]) -> None:
-        for adm in self.admitted.get(cq, {}).values():
+        for adm in self.admitted.using(cq, self.frs):
             variant = self._classify(adm, hierarchical)
             if variant is not None:
                 out.append(_Candidate(adm, lca, variant))
@@ -214,36 +258,60 @@ class Preemptor:
         else:
             attempts = [True, False]
         for allow_borrowing in attempts:
+            pool = [c for c in ordered if not (allow_borrowing and c.variant == _RECLAIM_NO_BORROW)]
+            if not pool or not self._fits_without(pool, allow_borrowing):
+                continue
             chosen: list[_Candidate] = []
-            for cand in ordered:
+            for cand in pool:
                 if not self._valid(cand, allow_borrowing):
                     continue
-                remove(self.tree, cand.adm)
+                self._take(cand.adm)
                 chosen.append(cand)
                 if self.fits(allow_borrowing):
                     chosen = self._fill_back(chosen, allow_borrowing)
                     for kept in chosen:
-                        add(self.tree, kept.adm)
+                        self._give(kept.adm)
                     return [Target(c.adm, _REASON[c.variant]) for c in chosen]
             for kept in chosen:
-                add(self.tree, kept.adm)
+                self._give(kept.adm)
         return []
+
+    def _fits_without(self, pool: list[_Candidate], allow_borrowing: bool) -> bool:
+        """Would the preemptor fit with every candidate gone? If not, no prefix of them can do it.
+
+        Freeing usage never lowers what is available, so this bound is exact to skip hopeless searches;
+        the candidates' usage is summed per ClusterQueue first, which the tree accounts identically.
+        """
+        per_cq: dict[str, dict[FlavorResource, int]] = {}
+        for cand in pool:
+            sums = per_cq.setdefault(cand.adm.cq, {})
+            for fr, value in cand.adm.usage.items():
+                if fr in self.usage:
+                    sums[fr] = sums.get(fr, 0) + value
+        for cq in sorted(per_cq):
+            for fr, value in per_cq[cq].items():
+                self.tree.cqs[cq].remove_usage(fr, value)
+        ok = self.fits(allow_borrowing)
+        for cq in sorted(per_cq):
+            for fr, value in per_cq[cq].items():
+                self.tree.cqs[cq].add_usage(fr, value)
+        return ok
 
     def _fill_back(self, chosen: list[_Candidate], allow_borrowing: bool) -> list[_Candidate]:
         """Return victims (all but the last one tried, newest first) whose eviction turned out unneeded."""
         for i in range(len(chosen) - 2, -1, -1):
-            add(self.tree, chosen[i].adm)
+            self._give(chosen[i].adm)
             if self.fits(allow_borrowing):
                 chosen[i] = chosen[-1]
                 chosen.pop()
             else:
-                remove(self.tree, chosen[i].adm)
+                self._take(chosen[i].adm)
         return chosen
 
 
 def simulate_preemption(
     tree: QuotaTree,
-    admitted: Mapping[str, Mapping[str, Admitted]],
+    admitted: AdmittedIndex,
     spec: ClusterQueueSpec,
     workload: Workload,
     fr: FlavorResource,
@@ -255,10 +323,10 @@ def simulate_preemption(
     if not found:
         return NO_CANDIDATES, lowest_fitting_subtree(node, fr, value)[0]
     for target in found:
-        remove(tree, target.victim)
+        tree.cqs[target.victim.cq].remove_usage(fr, target.victim.usage.get(fr, 0))
     borrow = lowest_fitting_subtree(node, fr, value)[0]
     for target in found:
-        add(tree, target.victim)
+        tree.cqs[target.victim.cq].add_usage(fr, target.victim.usage.get(fr, 0))
     if any(t.victim.cq == spec.name for t in found):
         return PREEMPT, borrow
     return RECLAIM_ONLY, borrow

@@ -32,7 +32,15 @@ from typing import Any
 from .flavors import NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
 from .model import Outcome, Simulation, Workload
 from .objects import ClusterQueueSpec, Config, FlavorResource, parse_objects
-from .preemption import Admitted, Preemptor, Target, add, remove, simulate_preemption
+from .preemption import (
+    Admitted,
+    AdmittedIndex,
+    Preemptor,
+    Target,
+    add,
+    remove,
+    simulate_preemption,
+)
 from .queues import PendingQueue, queue_key
 from .quota import Node, QuotaTree
 
@@ -72,7 +80,7 @@ class Scheduler:
             name: PendingQueue(name, spec.strategy == "StrictFIFO")
             for name, spec in sorted(config.cluster_queues.items())
         }
-        self.admitted: dict[str, dict[str, Admitted]] = {name: {} for name in self.queues}
+        self.admitted = AdmittedIndex(self.queues)
         self.inactive: dict[str, str] = {}
         for name, spec in sorted(config.cluster_queues.items()):
             missing = sorted({f for g in spec.groups for f in g.flavors} - config.flavors)
@@ -142,7 +150,7 @@ class Scheduler:
                     usage[(chosen, res)] = qty
             adm = Admitted(wl, cq, flavors, usage, (0, wl.admitted_at or 0))
             add(self.tree, adm)
-            self.admitted[cq][wl.name] = adm
+            self.admitted.add(adm)
             track.admitted = adm
             track.borrowing = self._is_borrowing(cq, usage)
             track.reason = "already admitted before the simulation started"
@@ -285,7 +293,7 @@ class Scheduler:
             track.reason = f"waiting for {len(entry.targets)} preempted workload(s) to release quota"
             return True
         adm = Admitted(entry.workload, entry.cq, dict(entry.assignment.flavors), usage, self._next_order())
-        self.admitted[entry.cq][entry.workload.name] = adm
+        self.admitted.add(adm)
         track.admitted = adm
         track.admitted_cycle = self.cycle
         track.borrowing = entry.assignment.borrowing > 0
@@ -336,7 +344,7 @@ class Scheduler:
         for name in sorted(victims):
             adm, target, by = victims[name]
             remove(self.tree, adm)
-            del self.admitted[adm.cq][name]
+            self.admitted.remove(adm)
             track = self.tracks[name]
             track.admitted = None
             track.admitted_cycle = None
