@@ -58,16 +58,33 @@ class AdmittedIndex:
     def __init__(self, cluster_queues: Iterable[str]) -> None:
         self.by_cq: dict[str, dict[str, Admitted]] = {cq: {} for cq in cluster_queues}
         self._by_fr: dict[str, dict[FlavorResource, dict[str, Admitted]]] = {cq: {} for cq in self.by_cq}
+        # cq -> flavor-resource -> priority -> usage: a cheap upper bound of what preemption can free
+        self._by_priority: dict[str, dict[FlavorResource, dict[int, int]]] = {cq: {} for cq in self.by_cq}
 
     def add(self, adm: Admitted) -> None:
         self.by_cq[adm.cq][adm.workload.name] = adm
         for res, flavor in adm.flavors.items():
             self._by_fr[adm.cq].setdefault((flavor, res), {})[adm.workload.name] = adm
+        prio = adm.workload.priority
+        for fr, value in adm.usage.items():
+            bucket = self._by_priority[adm.cq].setdefault(fr, {})
+            bucket[prio] = bucket.get(prio, 0) + value
 
     def remove(self, adm: Admitted) -> None:
         del self.by_cq[adm.cq][adm.workload.name]
         for res, flavor in adm.flavors.items():
             self._by_fr[adm.cq][(flavor, res)].pop(adm.workload.name, None)
+        prio = adm.workload.priority
+        for fr, value in adm.usage.items():
+            bucket = self._by_priority[adm.cq][fr]
+            bucket[prio] -= value
+            if not bucket[prio]:
+                del bucket[prio]
+
+    def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
+        """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""
+        bucket = self._by_priority[cq].get(fr, {})
+        return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
 
     def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
         """The admitted workloads of ``cq`` that use any of ``frs``, by name."""
@@ -162,8 +179,6 @@ class Preemptor:
         return self.spec.preemption.borrow_within_cohort == "Never"
 
     def _classify(self, adm: Admitted, hierarchical: bool) -> int | None:
-        if not adm.uses_any(self.frs):
-            return None
         pre = self.spec.preemption
         same = adm.cq == self.spec.name
         policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
@@ -247,8 +262,41 @@ class Preemptor:
     def _under_nominal(self) -> bool:
         return all(self.node.quota(fr).nominal > self.node.usage.get(fr, 0) for fr in self.frs)
 
+    def _priority_cap(self, policy: str) -> tuple[bool, int | None]:
+        """Whether ``policy`` allows any victim, and the highest victim priority it can allow."""
+        p = self.workload.priority
+        if policy == "LowerPriority":
+            return True, p - 1
+        if policy == "LowerOrNewerEqualPriority":
+            return True, p
+        return policy == "Any", None
+
+    def _hopeless(self) -> bool:
+        """A quick bound: even evicting every workload the policies could reach would not make room."""
+        pre = self.spec.preemption
+        reach: list[tuple[Node, int | None]] = []
+        allowed, cap = self._priority_cap(pre.within_cluster_queue)
+        if allowed:
+            reach.append((self.node, cap))
+        allowed, cap = self._priority_cap(pre.reclaim_within_cohort)
+        if allowed and self.node.parent is not None:
+            for cq in self.node.root().subtree_cqs():
+                if cq is not self.node and not cq.within_nominal(self.frs):
+                    reach.append((cq, cap))
+        if not reach:
+            return True
+        freed = [(node, fr, self.admitted.usage_up_to(node.name, fr, cap)) for node, cap in reach for fr in self.usage]
+        for node, fr, value in freed:
+            node.remove_usage(fr, value)
+        ok = self.fits(True)
+        for node, fr, value in reversed(freed):
+            node.add_usage(fr, value)
+        return not ok
+
     def targets(self) -> list[Target]:
         """The minimal set of victims Kueue would pick, or [] if none makes the workload fit."""
+        if self._hopeless():
+            return []
         ordered, none_from_others, none_hierarchical = self.candidates()
         forbidden = self._forbidden_borrow()
         if none_from_others or (forbidden and not self._under_nominal()):
