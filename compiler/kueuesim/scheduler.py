@@ -166,7 +166,8 @@ class Scheduler:
         if cq in self.inactive:
             track.reason = f"ClusterQueue '{cq}' is inactive: {self.inactive[cq]}"
             return
-        self.queues[cq].push(wl)
+        if not self.queues[cq].add(wl):
+            track.reason = "parked on arrival: a queued workload of the same shape could not be admitted"
 
     # -- one cycle ---------------------------------------------------------
     def _nominate(self, cq: str, wl: Workload) -> _Entry | None:
@@ -337,7 +338,12 @@ class Scheduler:
             queue.requeue(entry.workload, immediate=True)
         else:
             track.scan = dict(entry.assignment.tried)
-            queue.requeue(entry.workload, immediate=entry.assignment.pending_flavors())
+            for other in queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True):
+                self.tracks[other.name].reason = (
+                    f"parked with {entry.workload.name}, a workload of the same shape that could not be admitted: "
+                    f"{track.reason}"
+                )
+
 
     def _evict(self, victims: Mapping[str, tuple[Admitted, Target, str]]) -> bool:
         roots: dict[str, Node] = {}
@@ -357,7 +363,7 @@ class Scheduler:
             track.reason = ""
             root = self.tree.cqs[adm.cq].root()
             roots[root.name if root.is_cohort else "cq:" + root.name] = root
-            self.queues[adm.cq].push(adm.workload)
+            self.queues[adm.cq].add(adm.workload)
         for key in sorted(roots):
             root = roots[key]
             for cq in ([root] if not root.is_cohort else sorted(root.subtree_cqs(), key=lambda n: n.name)):
