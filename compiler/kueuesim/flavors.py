@@ -160,6 +160,7 @@ class FlavorAssigner:
             done.update(wanted)
             if not self._assign_group(gidx, wanted, start.get(gidx, -1) + 1, out):
                 out.failed = True
+                out.tried = {}  # a pod set that gets no flavors records no scan progress
                 return out
         return out
 

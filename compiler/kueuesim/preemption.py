@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 from .model import Workload
 from .objects import ClusterQueueSpec, FlavorResource
@@ -33,6 +34,8 @@ BORROW = "borrowWithinCohort"
 # candidate variants
 _WITHIN, _HIERARCHICAL, _RECLAIM_NO_BORROW, _RECLAIM_WHILE_BORROW = 1, 2, 3, 4
 _REASON = {_WITHIN: WITHIN_CQ, _HIERARCHICAL: RECLAIM, _RECLAIM_NO_BORROW: RECLAIM, _RECLAIM_WHILE_BORROW: BORROW}
+
+_RANK = attrgetter("rank")
 
 # what the oracle reports for one flavor-resource
 NO_CANDIDATES, PREEMPT, RECLAIM_ONLY = 0, 1, 2
@@ -47,6 +50,11 @@ class Admitted:
     flavors: dict[str, str]
     usage: dict[FlavorResource, int]
     order: tuple[int, int]  # larger = admitted more recently
+
+    @property
+    def victim_rank(self) -> tuple[int, int, int, str]:
+        """Victim order among one group of candidates: lower priority, then most recently admitted."""
+        return (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
 
     def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
         return any((flavor, res) in frs for res, flavor in self.flavors.items())
@@ -137,6 +145,7 @@ class _Candidate:
     adm: Admitted
     lca: Node | None
     variant: int
+    rank: tuple[int, int, int, str]
 
 
 class Preemptor:
@@ -200,7 +209,7 @@ class Preemptor:
         for adm in self.admitted.using(cq, self.frs):
             variant = self._classify(adm, hierarchical)
             if variant is not None:
-                out.append(_Candidate(adm, lca, variant))
+                out.append(_Candidate(adm, lca, variant, adm.victim_rank))
 
     def _in_subtree(self, current: Node, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
         for child in current.child_cohorts:
@@ -210,10 +219,6 @@ class Preemptor:
         for cq in current.child_cqs:
             if cq is not self.node and not cq.within_nominal(self.frs):
                 self._from_cq(cq.name, root, hier, out)
-
-    def _order(self, cand: _Candidate) -> tuple[bool, int, int, int, str]:
-        adm = cand.adm
-        return (adm.cq == self.spec.name, adm.workload.priority, -adm.order[0], -adm.order[1], adm.workload.name)
 
     def candidates(self) -> tuple[list[_Candidate], bool, bool]:
         """All candidates in trial order, and whether none / no hierarchical ones come from other queues."""
@@ -231,7 +236,7 @@ class Preemptor:
                 advantage = advantage or fits
                 previous = root
         for group in (same, hierarchy, by_priority):
-            group.sort(key=self._order)
+            group.sort(key=_RANK)  # other queues' groups and the own queue's are kept apart
         ordered = hierarchy + by_priority + same
         return ordered, not hierarchy and not by_priority, not hierarchy
 

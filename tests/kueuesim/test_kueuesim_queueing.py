@@ -194,3 +194,19 @@ def test_gpu_and_memory_units() -> None:
     assert [sim.outcomes[n].status for n in ("t1", "t2", "t3")] == ["admitted", "admitted", "pending"]
     assert sim.usage["gpu"]["a100"] == {"cpu": 7500, "memory": 64 * 2**30, "nvidia.com/gpu": 4}
     assert "nvidia.com/gpu" in sim.outcomes["t3"].reason or "cpu" in sim.outcomes["t3"].reason
+
+
+def test_equivalent_workloads_are_parked_together() -> None:
+    """cluster_queue.go (SchedulingEquivalenceHashing, on by default since v0.18): when a BestEffortFIFO head
+    is parked because it does not fit, "equivalent workloads in the heap are bulk-moved to inadmissible" -
+    so the next head that differs (here the small one) is tried in the very next cycle."""
+    sim = run(_single(), [
+        wl("running", "q", 3, admitted_at=1),
+        wl("big1", "q", 2, created=1),
+        wl("big2", "q", 2, created=2),
+        wl("small", "q", 1, created=3),
+    ])
+    out = sim.outcomes
+    assert out["small"].reason.startswith("admitted in cycle 2,")
+    assert out["big2"].status == "pending"
+    assert out["big2"].reason.startswith("parked with big1, a workload of the same shape")
