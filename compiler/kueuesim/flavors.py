@@ -1,0 +1,208 @@
+"""Flavor assignment: for each resource group, which flavor a workload gets and how.
+
+Models ``pkg/scheduler/flavorassigner``: the flavors of a group are tried in
+the ClusterQueue's order. For every requested resource the flavor either fits
+in the available quota (possibly by borrowing, with a "borrowing level" = the
+height of the smallest cohort subtree that has room), needs preemption (only
+asked of the preemption oracle when the request is within nominal quota, when
+something in the tree could be reclaimed, or when borrowWithinCohort is on),
+or cannot fit at all (more than the most this ClusterQueue could ever get).
+flavorFungibility decides whether to stop at the first flavor that needs
+borrowing or preemption or to keep looking and keep the best one
+(default: stop when borrowing, go on when preemption is needed). The scan
+resumes after the last flavor tried when the previous attempt stopped early.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from .model import Workload
+from .objects import ClusterQueueSpec, FlavorResource, Fungibility
+from .preemption import NO_CANDIDATES, PREEMPT
+from .quantity import format_amount
+from .quota import QuotaTree, lowest_fitting_subtree
+
+# representative modes of an assignment, as Kueue orders them
+NO_FIT, PREEMPT_MODE, FIT = 0, 1, 3
+# finer modes used to compare flavors
+_G_NOFIT, _G_NOCAND, _G_PREEMPT, _G_RECLAIM, _G_FIT = 0, 1, 2, 3, 4
+_BIG = 1 << 62
+
+Oracle = Callable[[FlavorResource, int], tuple[int, int]]
+
+
+@dataclass
+class Assignment:
+    """The outcome of one flavor assignment attempt."""
+
+    flavors: dict[str, str] = field(default_factory=dict)  # resource -> flavor
+    modes: dict[str, int] = field(default_factory=dict)  # resource -> NO_FIT / PREEMPT_MODE / FIT
+    borrowing: int = 0
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    tried: dict[int, int] = field(default_factory=dict)  # group index -> last flavor index tried (-1: all)
+    failed: bool = False
+
+    @property
+    def mode(self) -> int:
+        if self.failed:
+            return NO_FIT
+        return min(self.modes.values(), default=FIT)
+
+    def needs_preemption(self) -> frozenset[FlavorResource]:
+        return frozenset((self.flavors[r], r) for r, m in self.modes.items() if m == PREEMPT_MODE)
+
+    def pending_flavors(self) -> bool:
+        return any(idx != -1 for idx in self.tried.values())
+
+
+def _preferred(a: tuple[int, int], b: tuple[int, int], fung: Fungibility) -> bool:
+    """Is granular mode ``a`` (preemption mode, borrowing level) better than ``b``?"""
+    if a[0] == _G_NOFIT:
+        return False
+    if b[0] == _G_NOFIT:
+        return True
+    if (a[0] == _G_NOCAND) != (b[0] == _G_NOCAND):
+        return a[0] != _G_NOCAND
+    if fung.preference == "PreemptionOverBorrowing":
+        if a[1] != b[1]:
+            return a[1] < b[1]
+        return a[0] > b[0]
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _try_next(mode: tuple[int, int], fung: Fungibility) -> bool:
+    if mode[0] in (_G_NOFIT, _G_NOCAND):
+        return True
+    if mode[0] in (_G_PREEMPT, _G_RECLAIM) and fung.when_can_preempt == "TryNextFlavor":
+        return True
+    return mode[1] != 0 and fung.when_can_borrow == "TryNextFlavor"
+
+
+class FlavorAssigner:
+    """Assigns flavors to one workload in one ClusterQueue against the current quota tree."""
+
+    def __init__(
+        self,
+        tree: QuotaTree,
+        spec: ClusterQueueSpec,
+        known_flavors: frozenset[str],
+        workload: Workload,
+        requests: Mapping[str, int],
+        oracle: Oracle,
+    ) -> None:
+        self.tree = tree
+        self.spec = spec
+        self.node = tree.cqs[spec.name]
+        self.known = known_flavors
+        self.workload = workload
+        self.requests = requests
+        self.oracle = oracle
+
+    def _can_preempt_while_borrowing(self) -> bool:
+        return self.spec.preemption.borrow_within_cohort != "Never"
+
+    def _where(self) -> str:
+        root = self.node.root()
+        return f"ClusterQueue '{self.spec.name}'" + (f" (cohort '{root.name}')" if root is not self.node else "")
+
+    def _fits(self, fr: FlavorResource, value: int) -> tuple[int, int, str | None]:
+        """Kueue's fitsResourceQuota: (granular preemption mode, borrowing level, reason if not a plain fit)."""
+        flavor, res = fr
+        node, quota = self.node, self.node.quota(fr)
+        available = max(0, node.available(fr))
+        ceiling = node.potential_available(fr)
+        amount = f"{format_amount(res, value)}"
+        if value > ceiling:
+            limit = f", borrowingLimit {format_amount(res, quota.borrowing_limit)}" if quota.borrowing_limit is not None else ""
+            return _G_NOFIT, 0, (
+                f"insufficient quota for {res} in flavor '{flavor}': needs {amount}, but at most "
+                f"{format_amount(res, ceiling)} can ever be available to {self._where()} "
+                f"(nominal {format_amount(res, quota.nominal)}{limit})"
+            )
+        borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
+        if value <= available:
+            return _G_FIT, borrow, None
+        short = (
+            f"insufficient unused quota for {res} in flavor '{flavor}': needs {amount}, "
+            f"{format_amount(res, available)} available to {self._where()}"
+        )
+        if quota.nominal >= value or may_reclaim or self._can_preempt_while_borrowing():
+            possibility, borrow_after = self.oracle(fr, value)
+            if possibility == NO_CANDIDATES:
+                return _G_NOCAND, borrow_after, short + "; no workload can be preempted to make room"
+            return (_G_PREEMPT if possibility == PREEMPT else _G_RECLAIM), borrow_after, short
+        return _G_NOFIT, borrow, (
+            short + f"; ClusterQueue '{self.spec.name}' cannot preempt: the request exceeds its nominal "
+            f"quota ({format_amount(res, quota.nominal)}) and borrowWithinCohort is not enabled"
+        )
+
+    def assign(self, start: Mapping[int, int]) -> Assignment:
+        out = Assignment()
+        done: set[str] = set()
+        for res in sorted(self.requests):
+            if res in done:
+                continue
+            qty = self.requests[res]
+            group = self.spec.group_for(res)
+            if group is None:
+                if qty == 0:
+                    continue
+                out.reasons.append(f"resource {res} is not covered by ClusterQueue '{self.spec.name}'")
+                out.failed = True
+                return out
+            gidx = self.spec.groups.index(group)
+            wanted = {r: q for r, q in sorted(self.requests.items()) if r in group.covered}
+            done.update(wanted)
+            if not self._assign_group(gidx, wanted, start.get(gidx, -1) + 1, out):
+                out.failed = True
+                out.tried = {}  # a pod set that gets no flavors records no scan progress
+                return out
+        return out
+
+    def _assign_group(self, gidx: int, wanted: Mapping[str, int], first: int, out: Assignment) -> bool:
+        flavors = self.spec.groups[gidx].flavors
+        fung = self.spec.fungibility
+        best: dict[str, tuple[str, int, int]] | None = None
+        best_mode = (_G_NOFIT, _BIG)
+        reasons: list[str] = []
+        attempted = -1
+        for idx in range(first, len(flavors)):
+            attempted = idx
+            flavor = flavors[idx]
+            if flavor not in self.known:
+                reasons.append(f"flavor '{flavor}' not found")
+                continue
+            picked: dict[str, tuple[str, int, int]] = {}
+            rep = (_G_FIT, 0)
+            for res, qty in wanted.items():
+                gmode, borrow, why = self._fits((flavor, res), qty)
+                if why:
+                    reasons.append(why)
+                mode = (gmode, borrow)
+                if _preferred(rep, mode, fung):
+                    rep = mode
+                if rep[0] == _G_NOFIT:
+                    break
+                picked[res] = (flavor, FIT if gmode == _G_FIT else PREEMPT_MODE, borrow)
+            if not _try_next(rep, fung):
+                best, best_mode = picked, rep
+                break
+            if _preferred(rep, best_mode, fung):
+                best, best_mode = picked, rep
+        if best is None:
+            out.reasons.extend(reasons)
+            return False
+        out.tried[gidx] = -1 if attempted == len(flavors) - 1 else attempted
+        if best_mode[0] != _G_FIT:
+            out.reasons.extend(reasons)
+        for res, (flavor, res_mode, res_borrow) in best.items():
+            out.flavors[res] = flavor
+            out.modes[res] = res_mode
+            out.borrowing = max(out.borrowing, res_borrow)
+            out.usage[(flavor, res)] = out.usage.get((flavor, res), 0) + wanted[res]
+        return True

@@ -1,0 +1,385 @@
+"""Classical preemption: which admitted workloads to evict so a pending one fits.
+
+Models ``pkg/scheduler/preemption`` (classical mode, no fair sharing):
+
+* candidates come from the preemptor's own ClusterQueue (``withinClusterQueue``)
+  and, with ``reclaimWithinCohort`` set, from other ClusterQueues of the cohort
+  tree that use more than their quota (only subtrees above their quota are
+  visited);
+* a candidate in another ClusterQueue is a *hierarchical reclaim* one when the
+  preemptor's own subtree has the quota it needs; otherwise it may only be
+  taken if the preemptor ends up not borrowing, unless ``borrowWithinCohort``
+  allows it for candidates of lower priority (and at most
+  ``maxPriorityThreshold``);
+* candidates are tried in order: other ClusterQueues before the preemptor's
+  own, lower priority first, most recently admitted first; the first prefix
+  that makes the preemptor fit is then pruned, newest-tried-first, by putting
+  back every victim whose return still leaves the preemptor fitting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from operator import attrgetter
+
+from .model import Workload
+from .objects import ClusterQueueSpec, FlavorResource
+from .quota import Node, QuotaTree, fits_in_quota, lowest_fitting_subtree
+
+WITHIN_CQ = "withinClusterQueue"
+RECLAIM = "reclaimWithinCohort"
+BORROW = "borrowWithinCohort"
+
+# candidate variants
+_WITHIN, _HIERARCHICAL, _RECLAIM_NO_BORROW, _RECLAIM_WHILE_BORROW = 1, 2, 3, 4
+_REASON = {_WITHIN: WITHIN_CQ, _HIERARCHICAL: RECLAIM, _RECLAIM_NO_BORROW: RECLAIM, _RECLAIM_WHILE_BORROW: BORROW}
+
+_RANK = attrgetter("rank")
+
+# what the oracle reports for one flavor-resource
+NO_CANDIDATES, PREEMPT, RECLAIM_ONLY = 0, 1, 2
+
+
+@dataclass(eq=False)
+class Admitted:
+    """A workload holding quota: its ClusterQueue, flavors, usage and admission order."""
+
+    workload: Workload
+    cq: str
+    flavors: dict[str, str]
+    usage: dict[FlavorResource, int]
+    order: tuple[int, int]  # larger = admitted more recently
+
+    @property
+    def victim_rank(self) -> tuple[int, int, int, str]:
+        """Victim order among one group of candidates: lower priority, then most recently admitted."""
+        return (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
+
+    def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
+        return any((flavor, res) in frs for res, flavor in self.flavors.items())
+
+
+class AdmittedIndex:
+    """Admitted workloads per ClusterQueue, also indexed by the flavor-resources they use."""
+
+    def __init__(self, cluster_queues: Iterable[str]) -> None:
+        self.by_cq: dict[str, dict[str, Admitted]] = {cq: {} for cq in cluster_queues}
+        self._by_fr: dict[str, dict[FlavorResource, dict[str, Admitted]]] = {cq: {} for cq in self.by_cq}
+        # cq -> flavor-resource -> priority -> usage: a cheap upper bound of what preemption can free
+        self._by_priority: dict[str, dict[FlavorResource, dict[int, int]]] = {cq: {} for cq in self.by_cq}
+
+    def add(self, adm: Admitted) -> None:
+        self.by_cq[adm.cq][adm.workload.name] = adm
+        for res, flavor in adm.flavors.items():
+            self._by_fr[adm.cq].setdefault((flavor, res), {})[adm.workload.name] = adm
+        prio = adm.workload.priority
+        for fr, value in adm.usage.items():
+            bucket = self._by_priority[adm.cq].setdefault(fr, {})
+            bucket[prio] = bucket.get(prio, 0) + value
+
+    def remove(self, adm: Admitted) -> None:
+        del self.by_cq[adm.cq][adm.workload.name]
+        for res, flavor in adm.flavors.items():
+            self._by_fr[adm.cq][(flavor, res)].pop(adm.workload.name, None)
+        prio = adm.workload.priority
+        for fr, value in adm.usage.items():
+            bucket = self._by_priority[adm.cq][fr]
+            bucket[prio] -= value
+            if not bucket[prio]:
+                del bucket[prio]
+
+    def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
+        """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""
+        bucket = self._by_priority[cq].get(fr, {})
+        return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
+
+    def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
+        """The admitted workloads of ``cq`` that use any of ``frs``, by name."""
+        index = self._by_fr[cq]
+        if len(frs) == 1:
+            (fr,) = frs
+            return list(index.get(fr, {}).values())
+        found: dict[str, Admitted] = {}
+        for fr in sorted(frs):
+            found.update(index.get(fr, {}))
+        return list(found.values())
+
+
+@dataclass(frozen=True)
+class Target:
+    victim: Admitted
+    reason: str  # withinClusterQueue | reclaimWithinCohort | borrowWithinCohort
+
+
+def creation_key(wl: Workload) -> tuple[int, str]:
+    """Creation order; equal timestamps are broken by name, as the contract says."""
+    return (wl.created, wl.name)
+
+
+def satisfies_policy(policy: str, preemptor: Workload, candidate: Workload) -> bool:
+    """Kueue's SatisfiesPreemptionPolicy for LowerPriority / LowerOrNewerEqualPriority / Any."""
+    if policy == "LowerPriority":
+        return preemptor.priority > candidate.priority
+    if policy == "LowerOrNewerEqualPriority":
+        return preemptor.priority > candidate.priority or (
+            preemptor.priority == candidate.priority and creation_key(preemptor) < creation_key(candidate)
+        )
+    return policy == "Any"
+
+
+def remove(tree: QuotaTree, adm: Admitted) -> None:
+    node = tree.cqs[adm.cq]
+    for fr, value in adm.usage.items():
+        node.remove_usage(fr, value)
+
+
+def add(tree: QuotaTree, adm: Admitted) -> None:
+    node = tree.cqs[adm.cq]
+    for fr, value in adm.usage.items():
+        node.add_usage(fr, value)
+
+
+@dataclass
+class _Candidate:
+    adm: Admitted
+    lca: Node | None
+    variant: int
+    rank: tuple[int, int, int, str]
+
+
+class Preemptor:
+    """One preemption question: can ``workload`` in ``spec`` fit ``usage`` by evicting others?"""
+
+    def __init__(
+        self,
+        tree: QuotaTree,
+        admitted: AdmittedIndex,
+        spec: ClusterQueueSpec,
+        workload: Workload,
+        usage: Mapping[FlavorResource, int],
+        frs: frozenset[FlavorResource],
+    ) -> None:
+        self.tree = tree
+        self.admitted = admitted
+        self.spec = spec
+        self.node = tree.cqs[spec.name]
+        self.workload = workload
+        self.usage = dict(usage)
+        self.frs = frs
+
+    # Only the preemptor's flavor-resources are read while searching, and every
+    # flavor-resource is accounted independently in the tree, so victims are taken
+    # out and put back for those flavor-resources only.
+    def _take(self, adm: Admitted) -> None:
+        node = self.tree.cqs[adm.cq]
+        for fr, value in adm.usage.items():
+            if fr in self.usage:
+                node.remove_usage(fr, value)
+
+    def _give(self, adm: Admitted) -> None:
+        node = self.tree.cqs[adm.cq]
+        for fr, value in adm.usage.items():
+            if fr in self.usage:
+                node.add_usage(fr, value)
+
+    # -- candidates ---------------------------------------------------------
+    def _forbidden_borrow(self) -> bool:
+        return self.spec.preemption.borrow_within_cohort == "Never"
+
+    def _classify(self, adm: Admitted, hierarchical: bool) -> int | None:
+        pre = self.spec.preemption
+        same = adm.cq == self.spec.name
+        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
+        if not satisfies_policy(policy, self.workload, adm.workload):
+            return None
+        if same:
+            return _WITHIN
+        if hierarchical:
+            return _HIERARCHICAL
+        if self._forbidden_borrow():
+            return _RECLAIM_NO_BORROW
+        cand, inc = adm.workload.priority, self.workload.priority
+        threshold = pre.max_priority_threshold
+        if cand >= inc or (threshold is not None and cand > threshold):
+            return _RECLAIM_NO_BORROW
+        return _RECLAIM_WHILE_BORROW
+
+    def _from_cq(self, cq: str, lca: Node | None, hierarchical: bool, out: list[_Candidate]) -> None:
+        for adm in self.admitted.using(cq, self.frs):
+            variant = self._classify(adm, hierarchical)
+            if variant is not None:
+                out.append(_Candidate(adm, lca, variant, adm.victim_rank))
+
+    def _in_subtree(self, current: Node, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
+        for child in current.child_cohorts:
+            if child is skip or child.within_nominal(self.frs):
+                continue
+            self._in_subtree(child, root, skip, hier, out)
+        for cq in current.child_cqs:
+            if cq is not self.node and not cq.within_nominal(self.frs):
+                self._from_cq(cq.name, root, hier, out)
+
+    def candidates(self) -> tuple[list[_Candidate], bool, bool]:
+        """All candidates in trial order, and whether none / no hierarchical ones come from other queues."""
+        same: list[_Candidate] = []
+        if self.spec.preemption.within_cluster_queue != "Never":
+            self._from_cq(self.spec.name, None, False, same)
+        hierarchy: list[_Candidate] = []
+        by_priority: list[_Candidate] = []
+        if self.node.parent is not None and self.spec.preemption.reclaim_within_cohort != "Never":
+            previous: Node | None = None
+            advantage, remaining = fits_in_quota(self.node, self.usage)
+            for root in self.node.ancestors():
+                self._in_subtree(root, root, previous, advantage, hierarchy if advantage else by_priority)
+                fits, remaining = fits_in_quota(root, remaining)
+                advantage = advantage or fits
+                previous = root
+        for group in (same, hierarchy, by_priority):
+            group.sort(key=_RANK)  # other queues' groups and the own queue's are kept apart
+        ordered = hierarchy + by_priority + same
+        return ordered, not hierarchy and not by_priority, not hierarchy
+
+    def _valid(self, cand: _Candidate, borrow: bool) -> bool:
+        if cand.adm.cq == self.spec.name:
+            return True
+        if borrow and cand.variant == _RECLAIM_NO_BORROW:
+            return False
+        node = self.tree.cqs[cand.adm.cq]
+        if node.within_nominal(self.frs):
+            return False
+        for ancestor in node.ancestors():
+            if ancestor is cand.lca:
+                break
+            if ancestor.within_nominal(self.frs):
+                return False
+        return True
+
+    # -- search -------------------------------------------------------------
+    def fits(self, allow_borrowing: bool) -> bool:
+        for fr, value in self.usage.items():
+            if not allow_borrowing and self.node.borrowing_with(fr, value):
+                return False
+            if value > max(0, self.node.available(fr)):
+                return False
+        return True
+
+    def _under_nominal(self) -> bool:
+        return all(self.node.quota(fr).nominal > self.node.usage.get(fr, 0) for fr in self.frs)
+
+    def _priority_cap(self, policy: str) -> tuple[bool, int | None]:
+        """Whether ``policy`` allows any victim, and the highest victim priority it can allow."""
+        p = self.workload.priority
+        if policy == "LowerPriority":
+            return True, p - 1
+        if policy == "LowerOrNewerEqualPriority":
+            return True, p
+        return policy == "Any", None
+
+    def _hopeless(self) -> bool:
+        """A quick bound: even evicting every workload the policies could reach would not make room."""
+        pre = self.spec.preemption
+        reach: list[tuple[Node, int | None]] = []
+        allowed, cap = self._priority_cap(pre.within_cluster_queue)
+        if allowed:
+            reach.append((self.node, cap))
+        allowed, cap = self._priority_cap(pre.reclaim_within_cohort)
+        if allowed and self.node.parent is not None:
+            for cq in self.node.root().subtree_cqs():
+                if cq is not self.node and not cq.within_nominal(self.frs):
+                    reach.append((cq, cap))
+        if not reach:
+            return True
+        freed = [(node, fr, self.admitted.usage_up_to(node.name, fr, cap)) for node, cap in reach for fr in self.usage]
+        for node, fr, value in freed:
+            node.remove_usage(fr, value)
+        ok = self.fits(True)
+        for node, fr, value in reversed(freed):
+            node.add_usage(fr, value)
+        return not ok
+
+    def targets(self) -> list[Target]:
+        """The minimal set of victims Kueue would pick, or [] if none makes the workload fit."""
+        if self._hopeless():
+            return []
+        ordered, none_from_others, none_hierarchical = self.candidates()
+        forbidden = self._forbidden_borrow()
+        if none_from_others or (forbidden and not self._under_nominal()):
+            attempts = [True]
+        elif forbidden and none_hierarchical:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for allow_borrowing in attempts:
+            pool = [c for c in ordered if not (allow_borrowing and c.variant == _RECLAIM_NO_BORROW)]
+            if not pool or not self._fits_without(pool, allow_borrowing):
+                continue
+            chosen: list[_Candidate] = []
+            for cand in pool:
+                if not self._valid(cand, allow_borrowing):
+                    continue
+                self._take(cand.adm)
+                chosen.append(cand)
+                if self.fits(allow_borrowing):
+                    chosen = self._fill_back(chosen, allow_borrowing)
+                    for kept in chosen:
+                        self._give(kept.adm)
+                    return [Target(c.adm, _REASON[c.variant]) for c in chosen]
+            for kept in chosen:
+                self._give(kept.adm)
+        return []
+
+    def _fits_without(self, pool: list[_Candidate], allow_borrowing: bool) -> bool:
+        """Would the preemptor fit with every candidate gone? If not, no prefix of them can do it.
+
+        Freeing usage never lowers what is available, so this bound is exact to skip hopeless searches;
+        the candidates' usage is summed per ClusterQueue first, which the tree accounts identically.
+        """
+        per_cq: dict[str, dict[FlavorResource, int]] = {}
+        for cand in pool:
+            sums = per_cq.setdefault(cand.adm.cq, {})
+            for fr, value in cand.adm.usage.items():
+                if fr in self.usage:
+                    sums[fr] = sums.get(fr, 0) + value
+        for cq in sorted(per_cq):
+            for fr, value in per_cq[cq].items():
+                self.tree.cqs[cq].remove_usage(fr, value)
+        ok = self.fits(allow_borrowing)
+        for cq in sorted(per_cq):
+            for fr, value in per_cq[cq].items():
+                self.tree.cqs[cq].add_usage(fr, value)
+        return ok
+
+    def _fill_back(self, chosen: list[_Candidate], allow_borrowing: bool) -> list[_Candidate]:
+        """Return victims (all but the last one tried, newest first) whose eviction turned out unneeded."""
+        for i in range(len(chosen) - 2, -1, -1):
+            self._give(chosen[i].adm)
+            if self.fits(allow_borrowing):
+                chosen[i] = chosen[-1]
+                chosen.pop()
+            else:
+                self._take(chosen[i].adm)
+        return chosen
+
+
+def simulate_preemption(
+    tree: QuotaTree,
+    admitted: AdmittedIndex,
+    spec: ClusterQueueSpec,
+    workload: Workload,
+    fr: FlavorResource,
+    value: int,
+) -> tuple[int, int]:
+    """The flavor assigner's oracle: could preemption make ``value`` of ``fr`` fit, and how much borrowing then."""
+    node = tree.cqs[spec.name]
+    found = Preemptor(tree, admitted, spec, workload, {fr: value}, frozenset([fr])).targets()
+    if not found:
+        return NO_CANDIDATES, lowest_fitting_subtree(node, fr, value)[0]
+    for target in found:
+        tree.cqs[target.victim.cq].remove_usage(fr, target.victim.usage.get(fr, 0))
+    borrow = lowest_fitting_subtree(node, fr, value)[0]
+    for target in found:
+        tree.cqs[target.victim.cq].add_usage(fr, target.victim.usage.get(fr, 0))
+    if any(t.victim.cq == spec.name for t in found):
+        return PREEMPT, borrow
+    return RECLAIM_ONLY, borrow

@@ -1,0 +1,225 @@
+"""The quota tree: ClusterQueues as leaves under a forest of Cohorts.
+
+Models Kueue's resource nodes (``pkg/cache/scheduler/resource_node.go``):
+every node has its own quotas and a SubtreeQuota, which for a Cohort is its own
+nominal quota plus what each child lends to it (the child's SubtreeQuota minus
+the part its lendingLimit keeps private). Usage that a node cannot cover from
+its private ("local") quota is recorded in its parent too, so asking "how much
+is free for this ClusterQueue" is a walk to the root: O(depth).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .objects import Config, FlavorResource, Quota
+
+_NO_QUOTA = Quota(0)
+
+
+class Node:
+    """One ClusterQueue or Cohort with its quotas and current usage."""
+
+    __slots__ = ("child_cohorts", "child_cqs", "is_cohort", "name", "parent", "quotas", "subtree", "usage")
+
+    def __init__(self, name: str, is_cohort: bool, quotas: Mapping[FlavorResource, Quota]) -> None:
+        self.name = name
+        self.is_cohort = is_cohort
+        self.parent: Node | None = None
+        self.quotas = dict(quotas)
+        self.subtree: dict[FlavorResource, int] = {}
+        self.usage: dict[FlavorResource, int] = {}
+        self.child_cqs: list[Node] = []
+        self.child_cohorts: list[Node] = []
+
+    def __repr__(self) -> str:
+        return f"Node({'cohort' if self.is_cohort else 'cq'} {self.name})"
+
+    def quota(self, fr: FlavorResource) -> Quota:
+        return self.quotas.get(fr, _NO_QUOTA)
+
+    def local_quota(self, fr: FlavorResource) -> int:
+        """Quota this node keeps to itself: what its lendingLimit does not lend (0 without one)."""
+        lend = self.quota(fr).lending_limit
+        if lend is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - lend)
+
+    def local_available(self, fr: FlavorResource) -> int:
+        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+
+    def available(self, fr: FlavorResource) -> int:
+        """What can still be used here: private leftovers plus what the ancestors let us borrow."""
+        if self.parent is None:
+            return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
+        from_parent = self.parent.available(fr)
+        borrow = self.quota(fr).borrowing_limit
+        if borrow is not None:
+            lq = self.local_quota(fr)
+            stored_in_parent = self.subtree.get(fr, 0) - lq
+            used_in_parent = max(0, self.usage.get(fr, 0) - lq)
+            from_parent = min(stored_in_parent - used_in_parent + borrow, from_parent)
+        return self.local_available(fr) + from_parent
+
+    def potential_available(self, fr: FlavorResource) -> int:
+        """The most this node could ever get with every other node idle."""
+        if self.parent is None:
+            return self.subtree.get(fr, 0)
+        avail = self.local_quota(fr) + self.parent.potential_available(fr)
+        borrow = self.quota(fr).borrowing_limit
+        if borrow is not None:
+            avail = min(self.subtree.get(fr, 0) + borrow, avail)
+        return avail
+
+    def add_usage(self, fr: FlavorResource, value: int) -> None:
+        local = self.local_available(fr)
+        self.usage[fr] = self.usage.get(fr, 0) + value
+        if self.parent is not None and value > local:
+            self.parent.add_usage(fr, value - local)
+
+    def remove_usage(self, fr: FlavorResource, value: int) -> None:
+        stored_in_parent = self.usage.get(fr, 0) - self.local_quota(fr)
+        self.usage[fr] = self.usage.get(fr, 0) - value
+        if stored_in_parent > 0 and self.parent is not None:
+            self.parent.remove_usage(fr, min(value, stored_in_parent))
+
+    def borrowing_with(self, fr: FlavorResource, value: int) -> bool:
+        """Would using ``value`` more take this node above its (subtree) nominal quota?"""
+        limit = self.quota(fr).nominal if not self.is_cohort else self.subtree.get(fr, 0)
+        return limit < self.usage.get(fr, 0) + value
+
+    def borrowing(self, fr: FlavorResource) -> bool:
+        return self.borrowing_with(fr, 0)
+
+    def within_nominal(self, frs: frozenset[FlavorResource]) -> bool:
+        """Kueue's IsWithinNominalInResources: usage <= SubtreeQuota for each resource."""
+        return all(self.usage.get(fr, 0) <= self.subtree.get(fr, 0) for fr in frs)
+
+    def ancestors(self) -> list[Node]:
+        out: list[Node] = []
+        node = self.parent
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
+
+    def root(self) -> Node:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def height(self) -> int:
+        """Distance to the furthest leaf (a cohort with only ClusterQueues has height 1)."""
+        best = min(len(self.child_cqs) + len(self.child_cohorts), 1)
+        for child in self.child_cohorts:
+            best = max(best, child.height() + 1)
+        return best
+
+    def subtree_cqs(self) -> list[Node]:
+        out = list(self.child_cqs)
+        for child in self.child_cohorts:
+            out.extend(child.subtree_cqs())
+        return out
+
+
+def fits_in_quota(node: Node, requests: Mapping[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+    """Does ``requests`` fit in this node's SubtreeQuota, and what is left for the parent to cover."""
+    fits = True
+    remaining: dict[FlavorResource, int] = {}
+    for fr, value in requests.items():
+        if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value:
+            fits = False
+        remaining[fr] = max(0, value - node.local_available(fr))
+    return fits, remaining
+
+
+def lowest_fitting_subtree(cq: Node, fr: FlavorResource, value: int) -> tuple[int, bool]:
+    """Height of the lowest subtree whose quota covers ``value`` more (Kueue's borrowing level).
+
+    0 means no borrowing. The flag says whether that subtree is smaller than the
+    whole cohort tree (so something above could still be reclaimed).
+    """
+    if not cq.borrowing_with(fr, value) or cq.parent is None:
+        return 0, cq.parent is not None
+    remaining = value - cq.local_available(fr)
+    for node in cq.ancestors():
+        if not node.borrowing_with(fr, remaining):
+            return node.height(), node.parent is not None
+        remaining -= node.local_available(fr)
+    return cq.root().height(), False
+
+
+class QuotaTree:
+    """All nodes, plus the set of ClusterQueues whose cohort chain has a cycle (inactive)."""
+
+    def __init__(self, config: Config) -> None:
+        self.cqs: dict[str, Node] = {}
+        self.cohorts: dict[str, Node] = {}
+        self.cyclic: set[str] = set()
+        for name in sorted(config.cohorts):
+            self.cohorts[name] = Node(name, True, config.cohorts[name].quotas)
+        for name in sorted(config.cluster_queues):
+            spec = config.cluster_queues[name]
+            self.cqs[name] = Node(name, False, spec.quotas)
+            if spec.cohort:
+                self._cohort(spec.cohort)
+        for name in sorted(config.cohorts):
+            parent = config.cohorts[name].parent
+            if parent:
+                self._cohort(parent)
+        for name in sorted(self.cohorts):
+            spec_parent = config.cohorts[name].parent if name in config.cohorts else None
+            if spec_parent and not self._creates_cycle(name, spec_parent, config):
+                self._link(self.cohorts[name], self.cohorts[spec_parent])
+            elif spec_parent:
+                self.cyclic.add(name)
+        for name in sorted(self.cqs):
+            cohort = config.cluster_queues[name].cohort
+            if cohort:
+                self._link(self.cqs[name], self.cohorts[cohort])
+        for node in self.cohorts.values():
+            if node.parent is None:
+                self._accumulate(node)
+        for node in self.cqs.values():
+            if node.parent is None:
+                node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+
+    def _cohort(self, name: str) -> Node:
+        if name not in self.cohorts:
+            self.cohorts[name] = Node(name, True, {})
+        return self.cohorts[name]
+
+    def _creates_cycle(self, name: str, parent: str, config: Config) -> bool:
+        seen = {name}
+        current: str | None = parent
+        while current:
+            if current in seen:
+                return True
+            seen.add(current)
+            current = config.cohorts[current].parent if current in config.cohorts else None
+        return False
+
+    @staticmethod
+    def _link(child: Node, parent: Node) -> None:
+        child.parent = parent
+        (parent.child_cohorts if child.is_cohort else parent.child_cqs).append(child)
+
+    def _accumulate(self, node: Node) -> None:
+        node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+        for child in node.child_cohorts:
+            self._accumulate(child)
+        for cq in node.child_cqs:
+            cq.subtree = {fr: q.nominal for fr, q in cq.quotas.items()}
+        for child in [*node.child_cohorts, *node.child_cqs]:
+            for fr, value in child.subtree.items():
+                node.subtree[fr] = node.subtree.get(fr, 0) + value - child.local_quota(fr)
+
+    def in_cycle(self, cq: str) -> bool:
+        """A ClusterQueue under a cohort whose parent chain loops is inactive in Kueue."""
+        node = self.cqs[cq].parent
+        while node is not None:
+            if node.name in self.cyclic:
+                return True
+            node = node.parent
+        return False
