@@ -16,6 +16,7 @@ _FAMILIES = {
     "stacks": "Stacks and components",
     "requests": "Requests built from steps",
     "state": "Running allocations",
+    "targets": "What the cluster will do (the runtime check every plan runs)",
 }
 
 

@@ -576,7 +576,16 @@ def test_kueue_quotas_encode_the_pool_rules(files):
     # prod-k8s-dc1 reserves 6 GPUs and may use up to 10: 4 above its reservation.
     assert guaranteed["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "6", "borrowingLimit": "0"}
     assert child["nvidia.com/gpu"]["borrowingLimit"] == "4"
-    assert all(q["nominalQuota"] == "0" and "borrowingLimit" not in q for q in burst.values())
+    # burst borrows every metered unit (so all of it is reclaimable); unmetered ones it
+    # holds itself, never borrowed, so they never make it "borrowing" in Kueue's eyes.
+    assert burst["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "0"}
+    assert burst["ephemeral-storage"] == {"name": "ephemeral-storage", "nominalQuota": "1P",
+                                          "borrowingLimit": "0", "lendingLimit": "0"}
+    burst_cq = objects[("ClusterQueue", "prod-k8s-dc1-burst")]["spec"]["preemption"]
+    assert burst_cq == {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                        "borrowWithinCohort": {"policy": "LowerPriority"}}
+    guaranteed_cq = objects[("ClusterQueue", "prod-k8s-dc1-guaranteed")]["spec"]["preemption"]
+    assert guaranteed_cq == {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority"}
     # 16 GPUs - 6 (prod) - 4 (research-gpu-dc1) - 0 (research-k8s-dc1) are shared.
     assert root["nvidia.com/gpu"]["nominalQuota"] == "6"
     # Shared part + every reservation = the capacity, on every metered resource.

@@ -247,11 +247,24 @@ def _plan_from_dict(data: Any) -> Plan:
     diagnostics = tuple(_diagnostic_from_dict(x, f"diagnostics[{i}]")
                         for i, x in enumerate(_need(data, "diagnostics", list, "plan")))
     changes = data.get("changes")
+    runtime = _runtime_from_dict(data["runtime"]) if isinstance(data.get("runtime"), dict) else None
     return Plan(
         inputs_digest=_need(data, "inputs_digest", str, "plan"), requests=requests, preempted=tuple(preempted),
         pools=pools, diagnostics=diagnostics,
         solver=SolverInfo(strategy, _need(solver, "status", str, "solver"), tuple(objective),
                           float(_need(solver, "gap", (int, float), "solver"))),
-        changes=changes if isinstance(changes, dict) else None)
+        changes=changes if isinstance(changes, dict) else None, runtime=runtime)
+
+
+def _runtime_from_dict(data: dict) -> Runtime:
+    differences = tuple(RuntimeDifference(_need(x, "id", str, f"runtime.differences[{i}]"),
+                                          _need(x, "plan", str, f"runtime.differences[{i}]"),
+                                          _need(x, "cluster", str, f"runtime.differences[{i}]"),
+                                          _need(x, "message", str, f"runtime.differences[{i}]"))
+                        for i, x in enumerate(_need(data, "differences", list, "runtime")))
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise PlanFormatError("not a poolc plan file: runtime: 'notes' must list strings")
+    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes))
 
 

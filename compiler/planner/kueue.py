@@ -11,7 +11,7 @@ otherwise than a plan says (the plan's ``runtime`` section).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..domain.plan import ALLOCATED, QUEUED, Plan, RuntimeDifference
@@ -82,10 +82,11 @@ def queue_policies(objects: Iterable[Mapping]) -> dict[tuple[str, str], str]:
     return found
 
 
-def workloads(objects: list[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
-              running: Iterable[RunningWorkload]) -> list[Workload]:
+def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
+              running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None) -> list[Workload]:
     """The workloads Kueue would see: every running allocation admitted (by start
-    order), and every Job with a queue created in arrival order."""
+    order), and every Job with a queue created in arrival order (``batch_of``: a
+    request's arrival batch, for replays of Jobs created in waves)."""
     values = priority_values(objects)
     found = []
     for alloc in running:
@@ -99,14 +100,14 @@ def workloads(objects: list[Mapping], jobs: Mapping[str, Mapping], arrival: Mapp
             continue  # unmanaged: Kueue does not hold it back
         found.append(Workload(name=request_id, namespace=job["metadata"]["namespace"], queue_name=labels[QUEUE_LABEL],
                               priority=values.get(labels.get(PRIORITY_LABEL, ""), 0), requests=pod_requests(job),
-                              created=arrival[request_id]))
+                              created=arrival[request_id], batch=(batch_of or {}).get(request_id, 0)))
     return found
 
 
-def replay(objects: list[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
-           running: Iterable[RunningWorkload]) -> Simulation:
+def replay(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
+           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None) -> Simulation:
     """Kueue's scheduler over these objects until nothing more can be admitted."""
-    return simulate(objects, workloads(objects, jobs, arrival, running))
+    return simulate(objects, workloads(objects, jobs, arrival, running, batch_of))
 
 
 def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dict[str, str]:

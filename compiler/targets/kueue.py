@@ -114,21 +114,33 @@ def _policy_labels(policy: PolicyRule) -> dict[str, str]:
     return {f"{LABEL_PREFIX}pool": policy.pool, f"{LABEL_PREFIX}policy": policy.name}
 
 
+# Preemptible steps (burst): inside the policy's free reserve they reclaim it from
+# any borrower (Kueue's hierarchical reclaim at the policy's cohort, as poolc's
+# in-share rule); past the reserve they may displace lower-priority borrowers only
+# (borrowWithinCohort), as poolc's priority rule.
+BURST_PREEMPTION = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                    "borrowWithinCohort": {"policy": "LowerPriority"}}
+# Non-preemptible steps (guaranteed): they never borrow, so never get reclaimed;
+# they reclaim their reserve from lower-priority borrowers only, so they never
+# evict their own policy's preemptible steps that hold the reserve (same priority).
+GUARANTEED_PREEMPTION = {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority"}
+
+
 def cluster_queue(pool: Pool, policy: PolicyRule, namespace: str, preemptible: bool) -> dict:
     quotas = []
     for resource in RESOURCES:
         cap = capacity(pool, resource)
         zero = _format(resource, 0)
-        if preemptible:
-            quotas.append(_quota(resource, zero))
-        elif cap is None:
-            # Unmetered: as much as it likes, never borrowed (so never reclaimable),
+        if cap is None:
+            # Unmetered: as much as it likes, never borrowed (so never reclaimable, and
+            # never what makes a queue "borrowing" when Kueue decides who may reclaim),
             # and nothing lent (so it does not inflate the cohort's totals).
             quotas.append(_quota(resource, UNBOUNDED[resource], borrowing=zero, lending=zero))
+        elif preemptible:
+            quotas.append(_quota(resource, zero))
         else:
             quotas.append(_quota(resource, _format(resource, policy.rsv(POOL_KEY[resource])), borrowing=zero))
-    preemption = ({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "LowerPriority"} if preemptible
-                  else {"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"})
+    preemption = BURST_PREEMPTION if preemptible else GUARANTEED_PREEMPTION
     return {"apiVersion": API_VERSION, "kind": "ClusterQueue",
             "metadata": _meta(cluster_queue_name(policy.name, preemptible), _policy_labels(policy)),
             "spec": {

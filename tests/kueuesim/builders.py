@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 from compiler.kueuesim import Simulation, Workload, simulate
 
 API = "kueue.x-k8s.io/v1beta2"
-CRDS = Path("/work/shared/oracles/kueue-crds")
+CRDS = Path(__file__).resolve().parents[3] / "shared" / "oracles" / "kueue-crds"
 _PLURAL = {
     "ClusterQueue": "clusterqueues", "Cohort": "cohorts", "LocalQueue": "localqueues",
     "ResourceFlavor": "resourceflavors", "WorkloadPriorityClass": "workloadpriorityclasses",
