@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..domain.plan import Plan
+from ..domain.plan import Plan, Runtime
 
 WIDTH = 100
 _STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
@@ -95,6 +95,20 @@ def _changes(console: Console, changes: Mapping[str, list[str]]) -> None:
         console.print(f"    {name}")
 
 
+def _runtime(console: Console, runtime: Runtime) -> None:
+    """What the cluster will do with what apply writes, where it differs from the plan."""
+    console.print(Text(f"What the cluster will do ({runtime.engine})", style="bold underline"))
+    if runtime.agrees:
+        console.print("  agrees with the plan on every Kubernetes request and running allocation")
+    for difference in runtime.differences:
+        console.print(Text(f"  ! {difference.id}  plan: {difference.plan}, cluster: {difference.cluster}",
+                           style="yellow"))
+        console.print(_indented(difference.message, 6))
+    for note in runtime.notes:
+        console.print(_indented(f"note: {note}", 2))
+    console.print()
+
+
 def render_plan(plan: Plan, *, color: bool) -> str:
     """The text plan, as people read it in a terminal or a CI log."""
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
@@ -111,6 +125,8 @@ def render_plan(plan: Plan, *, color: bool) -> str:
     _pools(console, plan)
     _requests(console, plan)
     _preemptions(console, plan)
+    if plan.runtime is not None:
+        _runtime(console, plan.runtime)
     if plan.changes is not None:
         _changes(console, plan.changes)
     text = console.export_text(styles=color)
