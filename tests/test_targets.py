@@ -407,7 +407,7 @@ def test_sagemaker_instances_of_the_examples(files):
     assert chosen == {
         "sagemaker/llm-finetune--distill.json": "ml.g5.12xlarge",
         "sagemaker/llm-finetune--finetune.json": "ml.p4d.24xlarge",
-        "sagemaker/llm-finetune--quantize_adapter.json": "ml.g5.2xlarge",
+        "sagemaker/queued/llm-finetune--quantize_adapter.json": "ml.g5.2xlarge",  # the plan queues it
         "sagemaker/llm-finetune--tokenize.json": "ml.m5.4xlarge",
     }
 
@@ -663,3 +663,14 @@ def test_emitter_quotes_only_when_needed():
     assert scalar("500m") == '"500m"'
     assert scalar("on") == '"on"'
     assert scalar('{"a":1}') == "'{\"a\":1}'"
+
+
+def test_queued_sagemaker_steps_are_kept_apart(files, examples):
+    """Nothing in AWS enforces a pool: a body the plan queues goes to
+    sagemaker/queued/, so submitting sagemaker/*.json never bypasses the plan."""
+    queued = {r.id for r in examples.plan.requests if r.status == "queued"}
+    assert "llm-finetune/quantize_adapter" in queued
+    top = {p for p in files if p.startswith("sagemaker/") and p.count("/") == 1}
+    inside = {p for p in files if p.startswith("sagemaker/queued/")}
+    assert inside == {"sagemaker/queued/llm-finetune--quantize_adapter.json"}
+    assert not any("quantize_adapter" in p for p in top)

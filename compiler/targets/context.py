@@ -14,7 +14,7 @@ from functools import cached_property
 
 from .. import __version__
 from ..config import Config, Entry
-from ..domain.plan import REJECTED, Plan, PlannedRequest
+from ..domain.plan import QUEUED, REJECTED, Plan, PlannedRequest
 from ..domain.problem import PolicyRule, Pool
 from ..inputs import policies_of, pools_of
 from ..model import KubernetesComponent, Policy, SageMakerComponent, Stack
@@ -94,6 +94,11 @@ class TargetContext:
         """The plan says the step can never run (or does not know it)."""
         planned = self.planned.get(request.id)
         return planned is None or planned.status == REJECTED
+
+    def is_queued(self, request: StepRequest) -> bool:
+        """The plan lets the step wait (its queue is its policy's)."""
+        planned = self.planned.get(request.id)
+        return planned is not None and planned.status == QUEUED
 
     def kubernetes_policies(self, pool: str | None = None) -> list[PolicyRule]:
         """Policies whose subject is a Kubernetes component, by name: only these
