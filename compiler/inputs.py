@@ -14,14 +14,16 @@ def pools_of(config: Config) -> tuple[Pool, ...]:
 
 def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...]:
     """Policies on known pools, restricted to metered keys; a metered key without a
-    limit is capped by the capacity (docs/format.md#policy)."""
+    limit is capped by the capacity (docs/format.md#policy). A written limit of 0
+    stays 0 (the key is forbidden); a reservation of 0 is dropped, because reserving
+    nothing is the same as no reservation."""
     rules = []
     for name, entry in sorted(config.policies.items()):
         spec = entry.obj.spec
         pool = pools.get(spec.pool)
         if pool is None:
             continue
-        reserved = {k: v for k, v in spec.reserved.units().items() if pool.metered(k)}
+        reserved = {k: v for k, v in spec.reserved.units().items() if v > 0 and pool.metered(k)}
         given = spec.limit.units() if spec.limit is not None else {}
         limit = {k: min(given.get(k, cap), cap) for k, cap in pool.capacity.items()}
         rules.append(PolicyRule(name, spec.subject, spec.pool, spec.priority, reserved, limit))

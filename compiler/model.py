@@ -130,13 +130,15 @@ class ResourceMap(BaseModel):
         return self
 
     def units(self) -> dict[str, int]:
-        """Canonical keys only, zero entries dropped (0 means "key absent")."""
+        """Canonical keys only, sorted. A written 0 stays: it is a real zero (a
+        capacity that admits nothing, a limit that forbids the key), and only a key
+        that is not written is absent; users write 0 to say "none", never "unbounded"."""
         units = dict(self.__pydantic_extra__ or {})
         if self.cpu is not None:
             units["mcpu"] = mcpu_ceil(self.cpu)
         if self.memory is not None:
             units["memory_mb"] = memory_mb_floor(self.memory)
-        return {k: v for k, v in sorted(units.items()) if v}
+        return dict(sorted(units.items()))
 
 
 def _resource_map_schema(schema: dict[str, Any]) -> None:

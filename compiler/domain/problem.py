@@ -20,7 +20,9 @@ BUILTIN_UNBOUNDED = ("mcpu", "memory_mb", "step_run")
 @dataclass(frozen=True)
 class Pool:
     name: str
-    capacity: Mapping[str, int]  # metered keys only, every value > 0
+    # Metered keys only, every value >= 0: a written 0 meters the key at zero, so a
+    # demand on it is never admitted here (docs/format.md#metered-keys).
+    capacity: Mapping[str, int]
 
     def metered(self, key: str) -> bool:
         return key in self.capacity
@@ -30,8 +32,9 @@ class Pool:
 class PolicyRule:
     """A policy q = (subject, pool) with reserved/limit on the pool's metered keys.
 
-    ``limit`` holds every metered key (default: the capacity); ``reserved`` holds
-    only keys with a positive reservation (default 0)."""
+    ``limit`` holds every metered key (default: the capacity), and a limit of 0
+    forbids the key; ``reserved`` holds only keys with a positive reservation
+    (default 0, and a written 0 is the same as none)."""
 
     name: str
     subject: str
