@@ -279,12 +279,25 @@ def _explain(error, doc: Document, root: dict) -> Iterator[Diagnostic]:
         yield doc.diagnostic(d.S003, f"{_where(path)}: {error.message}", path)
 
 
+def _api_version_problem(doc: Document) -> Diagnostic:
+    """S004 for a document the loader took as ours without apiVersion: poolc/v1. A
+    look-alike (one of our kinds, apiVersion missing or misspelt) is told the exact
+    line to write, since it would otherwise look fine and do nothing."""
+    api, kind = doc.data.get("apiVersion"), doc.data.get("kind")
+    if isinstance(api, str) and api.startswith("poolc/"):
+        return doc.diagnostic(d.S004, f"unsupported apiVersion {api!r}; this poolc reads poolc/v1", ("apiVersion",))
+    if "apiVersion" not in doc.data:
+        return doc.diagnostic(d.S004, f"this {kind} has no apiVersion, so it would be ignored; "
+                              "add 'apiVersion: poolc/v1'", ("kind",), key=True)
+    return doc.diagnostic(d.S004, f"apiVersion {api!r} is not poolc's, so this {kind} would be ignored; "
+                          "write 'apiVersion: poolc/v1'", ("apiVersion",))
+
+
 def structural_diagnostics(doc: Document) -> list[Diagnostic]:
     """Envelope and schema problems of one document, each at its key or value."""
     data = doc.data
     if data.get("apiVersion") != "poolc/v1":
-        return [doc.diagnostic(d.S004, f"unsupported apiVersion {data.get('apiVersion')!r}; "
-                               "this poolc reads poolc/v1", ("apiVersion",))]
+        return [_api_version_problem(doc)]
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in KIND_FILES:
         if kind is None:
