@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .config import Config
 from .domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from .model import Allocation, parse_timestamp
@@ -39,7 +41,7 @@ def running_of(allocations: list[tuple[str, Allocation]]) -> tuple[Running, ...]
 
 
 def problem_from_config(config: Config, requests: list[StepRequest],
-                        extra_allocations: list[Allocation] = ()) -> Problem:
+                        extra_allocations: Sequence[Allocation] = ()) -> Problem:
     """Requests keep their arrival rank; allocations come from the files and the state."""
     pools = pools_of(config)
     by_name = {p.name: p for p in pools}

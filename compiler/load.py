@@ -302,7 +302,7 @@ def _looks_like_ours(top: dict[str, Any], api: Any) -> bool:
     return group.startswith("pool") or bool(difflib.get_close_matches(group, ["poolc"], n=1, cutoff=0.6))
 
 
-_LOOKALIKE = re.compile(r"""kind["']?\s*:\s*["']?(?:%s)\b""" % "|".join(POOLC_KINDS))
+_LOOKALIKE = re.compile(r"""kind["']?\s*:\s*["']?(?:""" + "|".join(POOLC_KINDS) + r")\b")
 
 
 def _mentions_poolc(text: str) -> bool:

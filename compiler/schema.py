@@ -20,7 +20,7 @@ from typing import Any
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .load import Document
-from .model import RESOURCE_MAP_KEY
+from .model import NEW_SPELLINGS, NO_MEANING, RESOURCE_MAP_KEY
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 KIND_FILES = {
@@ -110,10 +110,10 @@ def packaged_schema(name: str) -> dict:
     return json.loads(resources.files("compiler.schemas").joinpath(name).read_text("utf-8"))
 
 
-def _ecma_pattern(validator, pattern, instance, schema):
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
     """'pattern' as ECMA-262 reads it: Python's '$' also matches before a final
     newline, which would let "name\n" (a YAML block scalar) pass."""
-    from jsonschema import ValidationError
+    from jsonschema import ValidationError  # type: ignore[import-untyped]
 
     if not isinstance(instance, str):
         return
@@ -123,7 +123,7 @@ def _ecma_pattern(validator, pattern, instance, schema):
 
 
 @cache
-def _validator(kind: str):
+def _validator(kind: str) -> Any:
     from jsonschema import Draft202012Validator, validators
 
     strict = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
@@ -180,8 +180,8 @@ def _resolve(branch: dict, root: dict) -> dict:
     return root["$defs"][ref.rsplit("/", 1)[-1]] if ref.startswith("#/$defs/") else branch
 
 
-def _branch_flavors(error, root: dict) -> list[tuple[int, str]]:
-    found = []
+def _branch_flavors(error: Any, root: dict) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
     for index, branch in enumerate(error.schema.get("oneOf", [])):
         const = _resolve(branch, root).get("properties", {}).get("flavor", {}).get("const")
         if const:
@@ -189,7 +189,7 @@ def _branch_flavors(error, root: dict) -> list[tuple[int, str]]:
     return found
 
 
-def _flavor_error(error, path: tuple, doc: Document, root: dict) -> Iterator[Diagnostic]:
+def _flavor_error(error: Any, path: tuple, doc: Document, root: dict) -> Iterator[Diagnostic]:
     """A component matched no flavor branch: name the unknown flavor, or explain
     the errors of the branch whose flavor it does name."""
     instance = error.instance
@@ -214,7 +214,7 @@ def _flavor_error(error, path: tuple, doc: Document, root: dict) -> Iterator[Dia
             yield from _explain(sub, doc, root)
 
 
-def _explain(error, doc: Document, root: dict) -> Iterator[Diagnostic]:
+def _explain(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     """One jsonschema error -> diagnostics with a message that names the fix."""
     path = tuple(error.absolute_path)
     kind = error.validator
@@ -263,11 +263,21 @@ def _explain(error, doc: Document, root: dict) -> Iterator[Diagnostic]:
     elif kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
         yield doc.diagnostic(d.S003, f"{_where(path)} must be {words} {error.validator_value:,}, not {value!r}", path)
+    elif kind == "not" and path[-1:] and path[-1] in NO_MEANING:
+        yield doc.diagnostic(d.S007, f"{path[-1]!r} (ZenML 0.98) has no meaning in poolc, which would "
+                             "ignore it; remove it", path, key=True)
+    elif kind == "enum" and path[-1:] == ("reclaim_tolerance",) and value == "coordinated":
+        yield doc.diagnostic(d.S007, "reclaim_tolerance 'coordinated' (ZenML 0.98) has no meaning in poolc; "
+                             "use 'none' (not preemptible) or 'any' (preemptible), or preemptible", path)
     elif kind == "not" and isinstance(value, dict):
         for alias, canonical in (("cpu", "mcpu"), ("memory", "memory_mb")):
             if alias in value and canonical in value:
                 yield doc.diagnostic(d.S006, f"give either {alias} or {canonical}, not both",
                                      path + (alias,), key=True)
+        for new, old in NEW_SPELLINGS.items():
+            if new in value and old in value:
+                yield doc.diagnostic(d.S006, f"give either {new} (ZenML 0.98) or {old}, not both: they are "
+                                     "two spellings of one field", path + (new,), key=True)
     elif kind == "enum":
         options = ", ".join(repr(o) for o in error.validator_value)
         yield doc.diagnostic(d.S003, f"{_where(path)} must be one of {options}, not {value!r}", path)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..domain.eligibility import eligible_policies, rejection
-from ..model import ResourceSettings, SageMakerComponent
+from ..model import NEW_SPELLINGS, RECLAIM_TOLERANCE, ResourceSettings, SageMakerComponent
 from ..requests import StepRequest
 from ..units import parse_bytes
 from . import Context, check
@@ -63,6 +63,31 @@ def replicas(ctx: Context) -> Iterator[Diagnostic]:
                 d.R002, f"pipeline {entry.name!r} has min_replicas={conflict[0]} above max_replicas={conflict[1]} "
                 "in its default settings; raise max_replicas (0 means no limit) or lower min_replicas",
                 ("spec", "settings", "resources", "min_replicas"))
+
+
+@check
+def zenml_098_spellings(ctx: Context) -> Iterator[Diagnostic]:
+    """R007 (warning): a ZenML 0.98 name for a v1 ResourceSettings field is accepted with
+    the same meaning (resources = pool_resources, gpu_class = gpu_type,
+    reclaim_tolerance none/any = preemptible false/true); the warning names the v1
+    field, so files stay readable by tools that know only v1."""
+    for _, entry in sorted(ctx.config.pipelines.items()):
+        spec = entry.obj.spec
+        places: list[tuple[tuple[str, ...], ResourceSettings | None]] = [
+            (("spec", "settings", "resources"), spec.settings.resources if spec.settings else None)]
+        places += [(("spec", "steps", name, "settings", "resources"), step.settings.resources if step.settings
+                    else None) for name, step in spec.steps.items()]
+        for path, settings in places:
+            for new in settings.new_spellings() if settings is not None else []:
+                yield entry.doc.diagnostic(d.R007, _spelling_message(new, getattr(settings, new)),
+                                           path + (new,), key=True)
+
+
+def _spelling_message(new: str, value: object) -> str:
+    if new == "reclaim_tolerance":
+        v1 = f"preemptible: {str(RECLAIM_TOLERANCE[str(value)]).lower()}"
+        return f"reclaim_tolerance: {value} is ZenML 0.98's spelling of {v1}; poolc reads it so, write {v1}"
+    return f"{new} is ZenML 0.98's spelling of {NEW_SPELLINGS[new]}; poolc reads it so, write {NEW_SPELLINGS[new]}"
 
 
 @check

@@ -75,8 +75,9 @@ class Problem:
     policies: tuple[PolicyRule, ...]
     requests: tuple[Request, ...]
     running: tuple[Running, ...] = ()
-    _by_pool: dict = field(default=None, compare=False, repr=False)
-    _by_subject: dict = field(default=None, compare=False, repr=False)
+    # indexes filled by __post_init__
+    _by_pool: dict[str, Pool] = field(default_factory=dict, compare=False, repr=False)
+    _by_subject: dict[str, list[PolicyRule]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_pool", {p.name: p for p in self.pools})
