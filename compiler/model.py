@@ -236,9 +236,7 @@ NO_MEANING = ("allocation_wait_timeout_seconds", "initialization_lease_seconds")
 
 
 class ResourceSettings(Spec):
-    """ZenML's ResourceSettings (zenml 0.95-0.96 field names and meaning), plus the ZenML 0.98
-    spellings resources, gpu_class and reclaim_tolerance, read as pool_resources, gpu_type and
-    preemptible."""
+    """ZenML's ResourceSettings (zenml 0.95-0.96 names), plus ZenML 0.98's resources, gpu_class, reclaim_tolerance."""
 
     model_config = ConfigDict(json_schema_extra=lambda schema, _: _settings_schema(schema))
 
