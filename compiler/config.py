@@ -43,8 +43,10 @@ class Config:
     allocations: dict[str, Entry[Allocation]] = field(default_factory=dict)
 
     def by_kind(self, kind: str) -> dict[str, Entry]:
-        return {"ResourcePool": self.pools, "Policy": self.policies, "Stack": self.stacks,
-                "Pipeline": self.pipelines, "Allocation": self.allocations}[kind]
+        tables: dict[str, dict[str, Entry]] = {
+            "ResourcePool": self.pools, "Policy": self.policies, "Stack": self.stacks,
+            "Pipeline": self.pipelines, "Allocation": self.allocations}
+        return tables[kind]
 
     def source_files(self) -> list[str]:
         """The files that contributed at least one document, in order."""
@@ -84,12 +86,12 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
         else:
             problems.extend(structural_diagnostics(doc))
             continue
-        table = config.by_kind(obj.kind)
+        table = config.by_kind(kind)
         name = obj.metadata.name
         if name in table:
             first = table[name].doc
             problems.append(doc.diagnostic(
-                d.N001, f"{obj.kind} {name!r} is already defined at {first.file}:"
+                d.N001, f"{kind} {name!r} is already defined at {first.file}:"
                 f"{first.span(('metadata', 'name'))[0]}; names are unique per kind",
                 ("metadata", "name")))
             continue

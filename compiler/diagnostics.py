@@ -92,8 +92,10 @@ S002 = rule("S002", "error", "missing required field", "structure")
 S003 = rule("S003", "error", "value has the wrong type or format", "structure")
 S004 = rule("S004", "error", "unsupported apiVersion or kind", "structure")
 S005 = rule("S005", "error", "unknown component flavor", "structure")
-S006 = rule("S006", "error", "friendly alias given together with its canonical key (cpu/mcpu, memory/memory_mb)",
-            "structure")
+S006 = rule("S006", "error", "two spellings of one field given together (cpu/mcpu, memory/memory_mb, a ZenML "
+            "0.98 name and its v1 name)", "structure")
+S007 = rule("S007", "error", "ZenML field or value with no meaning in poolc (allocation_wait_timeout_seconds, "
+            "initialization_lease_seconds, reclaim_tolerance: coordinated)", "structure")
 
 N001 = rule("N001", "error", "duplicate name within a kind", "names")
 N002 = rule("N002", "error", "reference to an unknown pool, stack or component", "names")
@@ -116,6 +118,8 @@ R003 = rule("R003", "error", "step is eligible on no pool: it needs more than an
 R004 = rule("R004", "error", "non-preemptible step asks more than every reserved share", "requests")
 R005 = rule("R005", "warning", "requester has no policy on any pool (unmanaged)", "requests")
 R006 = rule("R006", "error", "step fits no allowed SageMaker instance type", "requests")
+R007 = rule("R007", "warning", "ZenML 0.98 spelling of a ResourceSettings field (accepted; names the v1 field)",
+            "requests")
 
 A001 = rule("A001", "warning", "running allocation of a subject with no policy on its pool", "state")
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .config import Config
 from .domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from .model import Allocation, parse_timestamp
@@ -14,14 +16,16 @@ def pools_of(config: Config) -> tuple[Pool, ...]:
 
 def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...]:
     """Policies on known pools, restricted to metered keys; a metered key without a
-    limit is capped by the capacity (docs/format.md#policy)."""
+    limit is capped by the capacity (docs/format.md#policy). A written limit of 0
+    stays 0 (the key is forbidden); a reservation of 0 is dropped, because reserving
+    nothing is the same as no reservation."""
     rules = []
     for name, entry in sorted(config.policies.items()):
         spec = entry.obj.spec
         pool = pools.get(spec.pool)
         if pool is None:
             continue
-        reserved = {k: v for k, v in spec.reserved.units().items() if pool.metered(k)}
+        reserved = {k: v for k, v in spec.reserved.units().items() if v > 0 and pool.metered(k)}
         given = spec.limit.units() if spec.limit is not None else {}
         limit = {k: min(given.get(k, cap), cap) for k, cap in pool.capacity.items()}
         rules.append(PolicyRule(name, spec.subject, spec.pool, spec.priority, reserved, limit))
@@ -37,7 +41,7 @@ def running_of(allocations: list[tuple[str, Allocation]]) -> tuple[Running, ...]
 
 
 def problem_from_config(config: Config, requests: list[StepRequest],
-                        extra_allocations: list[Allocation] = ()) -> Problem:
+                        extra_allocations: Sequence[Allocation] = ()) -> Problem:
     """Requests keep their arrival rank; allocations come from the files and the state."""
     pools = pools_of(config)
     by_name = {p.name: p for p in pools}

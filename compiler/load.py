@@ -9,6 +9,7 @@ non-UTF-8 files. Every problem becomes a Diagnostic, never an exception.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Iterable
@@ -271,19 +272,42 @@ _yaml = YAML(typ="safe", pure=False)
 _yaml.Resolver = _Resolver
 
 
+POOLC_KINDS = ("ResourcePool", "Policy", "Stack", "Pipeline", "Allocation")
+
+
 def _node_is_ours(node: Any) -> bool:
-    """A document is ours when it is a mapping whose apiVersion starts with poolc/;
-    decided on the node, before building, so foreign YAML is never judged."""
+    """A document is ours when it is a mapping whose apiVersion starts with poolc/,
+    or a look-alike (see _looks_like_ours); decided on the node, before building,
+    so foreign YAML is never judged."""
     if not isinstance(node, MappingNode):
         return False
-    for key, value in node.value:
-        if isinstance(key, ScalarNode) and key.value == "apiVersion":
-            return isinstance(value, ScalarNode) and value.value.startswith("poolc/")
-    return False
+    top = {key.value: value for key, value in node.value if isinstance(key, ScalarNode)}
+    api = top.get("apiVersion")
+    if isinstance(api, ScalarNode) and api.value.startswith("poolc/"):
+        return True
+    return _looks_like_ours(top, api)
+
+
+def _looks_like_ours(top: dict[str, Any], api: Any) -> bool:
+    """One of our kinds with a spec, whose apiVersion is missing or a misspelling of
+    poolc/v1 (poolc.dev/v1, pool/v1, v1): read as ours, so the schema reports the
+    apiVersion instead of the whole document being skipped without a word. A real
+    foreign apiVersion (kyverno.io/v1 Policy, tekton.dev/v1 Pipeline) stays foreign."""
+    kind = top.get("kind")
+    if not (isinstance(kind, ScalarNode) and kind.value in POOLC_KINDS and "spec" in top):
+        return False
+    if not isinstance(api, ScalarNode) or "/" not in api.value:
+        return True
+    group = api.value.split("/", 1)[0].lower()
+    return group.startswith("pool") or bool(difflib.get_close_matches(group, ["poolc"], n=1, cutoff=0.6))
+
+
+_LOOKALIKE = re.compile(r"""kind["']?\s*:\s*["']?(?:""" + "|".join(POOLC_KINDS) + r")\b")
 
 
 def _mentions_poolc(text: str) -> bool:
-    return "poolc/" in text
+    """Cheap pre-filter: only a file that names poolc/ or one of our kinds is parsed."""
+    return "poolc/" in text or _LOOKALIKE.search(text) is not None
 
 
 _OURS = re.compile(r"""apiVersion["']?\s*:\s*["']?poolc/""")

@@ -130,13 +130,15 @@ class ResourceMap(BaseModel):
         return self
 
     def units(self) -> dict[str, int]:
-        """Canonical keys only, zero entries dropped (0 means "key absent")."""
+        """Canonical keys only, sorted. A written 0 stays: it is a real zero (a
+        capacity that admits nothing, a limit that forbids the key), and only a key
+        that is not written is absent; users write 0 to say "none", never "unbounded"."""
         units = dict(self.__pydantic_extra__ or {})
         if self.cpu is not None:
             units["mcpu"] = mcpu_ceil(self.cpu)
         if self.memory is not None:
             units["memory_mb"] = memory_mb_floor(self.memory)
-        return {k: v for k, v in sorted(units.items()) if v}
+        return dict(sorted(units.items()))
 
 
 def _resource_map_schema(schema: dict[str, Any]) -> None:
@@ -167,7 +169,7 @@ class PolicySpec(Spec):
     priority: Annotated[int, Field(ge=-1_000_000_000, le=1_000_000_000), BeforeValidator(_integral_float)] = Field(
         default=0, description="Integer from -10^9 to 10^9, default 0; higher wins. Becomes a Kubernetes "
         "PriorityClass value.")
-    reserved: ResourceMap = Field(default=ResourceMap(), description=(
+    reserved: ResourceMap = Field(default=ResourceMap.model_construct(), description=(
         "Guaranteed share per key of the pool's capacity (default: nothing). Non-preemptible steps must fit "
         "inside it; use beyond it is borrowed and may be preempted. Same keys and aliases as capacity."))
     limit: ResourceMap | None = Field(default=None, description=(
@@ -213,8 +215,30 @@ class StackSpec(Spec):
 
 # --- Pipeline --------------------------------------------------------------------
 
+def _no_poolc_meaning(value: Any) -> Any:
+    """A ZenML 0.98 field poolc has nothing to do with: refused by name, so the user
+    learns it is ignored by poolc rather than misspelt."""
+    raise ValueError("this ZenML field has no meaning in poolc; remove it")
+
+
+def _no_meaning_field(what: str) -> Any:
+    return Field(default=None, description=(
+        f"ZenML 0.98 field ({what}) with no meaning in poolc: always an error; remove it."))
+
+
+NoMeaning = Annotated[Any, AfterValidator(_no_poolc_meaning), WithJsonSchema({"not": {}})]
+
+# ZenML 0.98 spelling -> the v1 field it stands for (same meaning, warning R007).
+NEW_SPELLINGS = {"resources": "pool_resources", "gpu_class": "gpu_type", "reclaim_tolerance": "preemptible"}
+# reclaim_tolerance values with a poolc meaning: the preemptible value they stand for.
+RECLAIM_TOLERANCE = {"none": False, "any": True}
+NO_MEANING = ("allocation_wait_timeout_seconds", "initialization_lease_seconds")
+
+
 class ResourceSettings(Spec):
-    """ZenML's ResourceSettings (zenml 0.95-0.96 field names and meaning)."""
+    """ZenML's ResourceSettings (zenml 0.95-0.96 names), plus ZenML 0.98's resources, gpu_class, reclaim_tolerance."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _settings_schema(schema))
 
     cpu_count: Annotated[float, Field(gt=0, le=MAX_INT)] | None = Field(default=None, description=(
         "CPU cores, may be fractional (0.5); request key mcpu = cores x 1000, rounded up."))
@@ -244,15 +268,61 @@ class ResourceSettings(Spec):
         "Deployed pipelines: target value of autoscaling_metric (> 0). Not planned."))
     max_concurrency: PositiveCount | None = Field(default=None, description=(
         "Deployed pipelines: maximum concurrent requests per replica (>= 1). Not planned."))
+    resources: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], PositiveCount] | None = Field(
+        default=None, description=(
+            "ZenML 0.98 spelling of pool_resources (same meaning; warning R007). Not together with "
+            "pool_resources."))
+    gpu_class: NonEmpty | None = Field(default=None, description=(
+        "ZenML 0.98 spelling of gpu_type (same meaning; warning R007). Not together with gpu_type."))
+    reclaim_tolerance: Literal["none", "any"] | None = Field(default=None, description=(
+        "ZenML 0.98: none = preemptible false, any = preemptible true (warning R007); coordinated has no "
+        "meaning in poolc. Not together with preemptible."))
+    allocation_wait_timeout_seconds: NoMeaning = _no_meaning_field("how long ZenML waits for an allocation")
+    initialization_lease_seconds: NoMeaning = _no_meaning_field("ZenML's lease while a step starts")
+
+    @model_validator(mode="after")
+    def _one_spelling(self) -> ResourceSettings:
+        for new, old in NEW_SPELLINGS.items():
+            if getattr(self, new) is not None and getattr(self, old) is not None:
+                raise ValueError(f"give either {new} or {old}, not both")
+        return self
+
+    def new_spellings(self) -> list[str]:
+        """The ZenML 0.98 field names written here, in NEW_SPELLINGS order."""
+        return [new for new in NEW_SPELLINGS if getattr(self, new) is not None]
+
+    def canonical(self) -> ResourceSettings:
+        """The same settings in v1 field names only, so merging and the demand see one
+        spelling: a step's gpu_class overrides the pipeline's gpu_type."""
+        if not self.new_spellings():
+            return self
+        fields = self.model_dump(exclude_none=True, exclude=set(NEW_SPELLINGS))
+        if self.resources is not None:
+            fields["pool_resources"] = self.resources
+        if self.gpu_class is not None:
+            fields["gpu_type"] = self.gpu_class
+        if self.reclaim_tolerance is not None:
+            fields["preemptible"] = RECLAIM_TOLERANCE[self.reclaim_tolerance]
+        return ResourceSettings.model_construct(**fields)  # validated already
 
     def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
-        """Field by field, this (the step) wins; pool_resources maps merge key by key."""
+        """Field by field, this (the step) wins; pool_resources maps merge key by key.
+        Both sides are read in v1 spellings (canonical)."""
+        own = self.canonical()
         if default is None:
-            return self
-        fields = {**default.model_dump(exclude_none=True), **self.model_dump(exclude_none=True)}
-        if default.pool_resources is not None and self.pool_resources is not None:
-            fields["pool_resources"] = {**default.pool_resources, **self.pool_resources}
+            return own
+        default = default.canonical()
+        fields = {**default.model_dump(exclude_none=True), **own.model_dump(exclude_none=True)}
+        if default.pool_resources is not None and own.pool_resources is not None:
+            fields["pool_resources"] = {**default.pool_resources, **own.pool_resources}
         return ResourceSettings.model_construct(**fields)  # both sides are validated already
+
+
+def _settings_schema(schema: dict[str, Any]) -> None:
+    # one spelling per field; the fields with no poolc meaning are described by name
+    schema["not"] = {"anyOf": [{"required": [new, old]} for new, old in NEW_SPELLINGS.items()]}
+    for name in NO_MEANING:
+        schema["properties"][name].pop("default", None)
 
 
 class Settings(Spec):

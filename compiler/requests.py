@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .config import Config, Entry
-from .model import Pipeline, ResourceSettings, parse_timestamp
+from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, parse_timestamp
 from .units import mcpu_ceil, memory_mb_ceil
 
 
@@ -41,15 +41,29 @@ class StepRequest:
         return self.path
 
     def field_path(self, name: str) -> tuple[str, ...]:
-        """Where a settings field (e.g. "memory") that this request uses was written."""
+        """Where a settings field (e.g. "memory") that this request uses was written,
+        under its v1 name or its ZenML 0.98 spelling."""
         step = self.entry.obj.spec.steps[self.step]
         own = step.settings.resources if step.settings and step.settings.resources else None
-        if own is not None and getattr(own, name) is not None:
-            return self.path + ("settings", "resources", name)
+        written = _written_as(own, name)
+        if written is not None:
+            return self.path + ("settings", "resources", written)
         default = self.entry.obj.spec.settings
-        if default and default.resources and getattr(default.resources, name) is not None:
-            return ("spec", "settings", "resources", name)
+        written = _written_as(default.resources if default else None, name)
+        if written is not None:
+            return ("spec", "settings", "resources", written)
         return self.settings_path()
+
+
+def _written_as(settings: ResourceSettings | None, name: str) -> str | None:
+    """The key a v1 field was written under in these settings (its own name or its
+    ZenML 0.98 spelling), or None when it is not set there."""
+    if settings is None:
+        return None
+    for key in (name, *(new for new, old in NEW_SPELLINGS.items() if old == name)):
+        if getattr(settings, key, None) is not None:
+            return key
+    return None
 
 
 def demand_of(settings: ResourceSettings) -> dict[str, int]:
@@ -80,6 +94,12 @@ def requester_of(config: Config, pipeline: Pipeline, step_operator: str | None) 
     return step_operator if step_operator in operators else None
 
 
+def _submitted(request: StepRequest) -> datetime:
+    """Sort key of a step that set submitted_at."""
+    assert request.submitted_at is not None
+    return request.submitted_at
+
+
 def build_requests(config: Config) -> list[StepRequest]:
     """Every step of every pipeline, in arrival order."""
     file_rank = {f: i for i, f in enumerate(config.files)}
@@ -103,5 +123,5 @@ def build_requests(config: Config) -> list[StepRequest]:
                 submitted_at=parse_timestamp(step.submitted_at) if step.submitted_at else None,
                 entry=entry,
             ))
-    timed = sorted((r for r in found if r.submitted_at is not None), key=lambda r: r.submitted_at)
+    timed = sorted((r for r in found if r.submitted_at is not None), key=_submitted)
     return timed + [r for r in found if r.submitted_at is None]

@@ -130,12 +130,26 @@ def _validator(kind: str) -> Any:
     return strict(packaged_schema(KIND_FILES[kind]))
 
 
+def _api_version_problem(doc: Document) -> Diagnostic:
+    """S004 for a document the loader took as ours without apiVersion: poolc/v1. A
+    look-alike (one of our kinds, apiVersion missing or misspelt) is told the exact
+    line to write, since it would otherwise look fine and do nothing."""
+    api, kind = doc.data.get("apiVersion"), doc.data.get("kind")
+    if isinstance(api, str) and api.startswith("poolc/"):
+        return doc.diagnostic(d.S004, f"unsupported apiVersion {api!r}; this poolc reads {API_VERSION}",
+                              ("apiVersion",))
+    if "apiVersion" not in doc.data:
+        return doc.diagnostic(d.S004, f"this {kind} has no apiVersion, so it would be ignored; "
+                              f"add 'apiVersion: {API_VERSION}'", ("kind",), key=True)
+    return doc.diagnostic(d.S004, f"apiVersion {api!r} is not poolc's, so this {kind} would be ignored; "
+                          f"write 'apiVersion: {API_VERSION}'", ("apiVersion",))
+
+
 def structural_diagnostics(doc: Document) -> list[Diagnostic]:
     """Envelope and schema problems of one document, each at its key or value."""
     data = doc.data
     if data.get("apiVersion") != API_VERSION:
-        return [doc.diagnostic(d.S004, f"unsupported apiVersion {data.get('apiVersion')!r}; "
-                               f"this poolc reads {API_VERSION}", ("apiVersion",))]
+        return [_api_version_problem(doc)]
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in KIND_FILES:
         if kind is None:

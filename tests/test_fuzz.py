@@ -181,11 +181,13 @@ DATA_VALUES = [None, True, False, 0, -1, 1, 2, 63, 10**12, 10**12 + 1, -(10**9) 
                "2026-12-31T23:59:60Z", "2026-11-20T10:00:00Z\n", "2026-11-20",
                "ml.g5.2xlarge", "ml.bogus", "us-east-1", "s3://bucket/x", "arn:aws:iam::123456789012:role/R",
                "-a", "a-", "A", "a" * 63, "a" * 64, "a_b", "rps", "cpu", "memory", "é", [], [1], ["a"], [{}],
-               {}, {"a": 1}, {"gpu": 1}, {"cpu": 1, "mcpu": 1}, {"memory": "1GB", "memory_mb": 1}]
+               {}, {"a": 1}, {"gpu": 1}, {"cpu": 1, "mcpu": 1}, {"memory": "1GB", "memory_mb": 1},
+               "none", "any", "coordinated"]
 DATA_KEYS = ["x", "gpu", "cpu", "mcpu", "memory", "memory_mb", "step_run", "name", "flavor", "image",
              "description", "labels", "settings", "resources", "pool_resources", "preemptible", "Gpu", "a" * 63,
              "a" * 64, "", "1abc", "k_e_y", "step_operator", "submitted_at", "example.com/team", "team",
-             "min_replicas", "max_replicas", "region", "namespace"]
+             "min_replicas", "max_replicas", "region", "namespace", "gpu_class", "gpu_type", "reclaim_tolerance",
+             "allocation_wait_timeout_seconds", "initialization_lease_seconds"]
 
 data_op = st.tuples(st.sampled_from(["delete", "set", "set", "rename", "add", "append"]),
                     st.integers(min_value=0, max_value=10**6),

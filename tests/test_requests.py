@@ -238,3 +238,43 @@ def test_example_repository_demands_match_the_hand_computed_table():
     # summarize sets submitted_at, so it arrives first; the rest in file, document, step order.
     assert [r.id for r in requests] == ["research-sweep/summarize"] + [
         i for i in EXAMPLE_DEMANDS if i != "research-sweep/summarize"]
+
+
+# --- ZenML 0.98 spellings ------------------------------------------------------------
+
+def test_zenml_098_spellings_mean_the_v1_fields():
+    canonical = settings(resources={"lic": 2}, gpu_class="A100", reclaim_tolerance="none").canonical()
+    assert (canonical.pool_resources, canonical.gpu_type, canonical.preemptible) == ({"lic": 2}, "A100", False)
+    assert canonical.new_spellings() == []
+    assert settings(reclaim_tolerance="any").canonical().preemptible is True
+
+
+def test_zenml_098_spellings_merge_with_the_v1_fields_of_the_other_side():
+    default = settings(pool_resources={"lic": 1, "seat": 1}, gpu_type="T4", preemptible=True)
+    merged = settings(resources={"lic": 2}, gpu_class="A100", reclaim_tolerance="none").merged_over(default)
+    assert merged.pool_resources == {"lic": 2, "seat": 1}
+    assert (merged.gpu_type, merged.preemptible) == ("A100", False)
+    inherited = settings().merged_over(settings(resources={"lic": 1}, reclaim_tolerance="none"))
+    assert (inherited.pool_resources, inherited.preemptible) == ({"lic": 1}, False)
+    assert demand_of(inherited) == {"lic": 1, "step_run": 1}
+
+
+def test_the_zenml_098_fixture_builds_a_non_preemptible_a100_step():
+    fixture = REPO / "tests" / "fixtures" / "negative" / "r007-zenml-098-spellings.yaml"
+    result = validate_paths([str(CONTEXT), str(fixture)])
+    train = next(r for r in build_requests(result.config) if r.id == "zenml-098/train")
+    assert (train.settings.gpu_type, train.preemptible) == ("A100", False)
+    assert train.demand == {"gpu": 1, "mcpu": 1000, "step_run": 1}
+    evaluate = next(r for r in build_requests(result.config) if r.id == "zenml-098/evaluate")
+    assert (evaluate.settings.gpu_type, evaluate.preemptible) == ("T4", True)
+
+
+@pytest.mark.parametrize("fields", [{"resources": {"a": 1}, "pool_resources": {"a": 1}},
+                                    {"gpu_class": "A", "gpu_type": "A"},
+                                    {"reclaim_tolerance": "any", "preemptible": True},
+                                    {"reclaim_tolerance": "coordinated"},
+                                    {"allocation_wait_timeout_seconds": 1},
+                                    {"initialization_lease_seconds": 1}])
+def test_zenml_098_fields_refused_by_the_model(fields):
+    with pytest.raises(ValueError):
+        settings(**fields)

@@ -9,15 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..diagnostics import Diagnostic
 from ..requests import StepRequest, build_requests
 
+if TYPE_CHECKING:
+    from ..domain.problem import Problem
+
 CHECKS: list[Callable[[Context], Iterator[Diagnostic]]] = []
 
 
-def check(fn: Callable[[Context], Iterator[Diagnostic]]):
+def check(fn: Callable[[Context], Iterator[Diagnostic]]) -> Callable[[Context], Iterator[Diagnostic]]:
     """Register a check; its docstring is the rule's user documentation."""
     CHECKS.append(fn)
     return fn
@@ -32,7 +36,7 @@ class Context:
         return build_requests(self.config)
 
     @cached_property
-    def problem(self):
+    def problem(self) -> Problem:
         from ..inputs import problem_from_config
 
         return problem_from_config(self.config, self.requests)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..domain.eligibility import eligible_policies, rejection
-from ..model import SageMakerComponent
+from ..model import NEW_SPELLINGS, RECLAIM_TOLERANCE, ResourceSettings, SageMakerComponent
 from ..requests import StepRequest
 from ..units import parse_bytes
 from . import Context, check
@@ -36,16 +36,58 @@ def quantities(ctx: Context) -> Iterator[Diagnostic]:
                     f"give a positive quantity or leave {name} out", request.field_path(name), request=request.id)
 
 
+def _replicas_conflict(settings: ResourceSettings) -> tuple[int, int] | None:
+    """(min, max) when min_replicas is above a max_replicas that is not 0 (no limit)."""
+    low, high = settings.min_replicas, settings.max_replicas
+    return (low, high) if low is not None and high and low > high else None
+
+
 @check
 def replicas(ctx: Context) -> Iterator[Diagnostic]:
-    """R002: min_replicas <= max_replicas unless max_replicas is 0 (no limit)."""
+    """R002: min_replicas <= max_replicas unless max_replicas is 0 (no limit). Checked
+    on every step's merged settings and on the pipeline default by itself: ZenML
+    refuses a pipeline whose default is inconsistent, even when every step overrides
+    one of the two fields."""
     for request in ctx.requests:
-        low, high = request.settings.min_replicas, request.settings.max_replicas
-        if low is not None and high and low > high:
+        conflict = _replicas_conflict(request.settings)
+        if conflict:
             yield request.entry.doc.diagnostic(
-                d.R002, f"step {request.step!r} has min_replicas={low} above max_replicas={high}; "
+                d.R002, f"step {request.step!r} has min_replicas={conflict[0]} above max_replicas={conflict[1]}; "
                 "raise max_replicas (0 means no limit) or lower min_replicas", request.field_path("min_replicas"),
                 request=request.id)
+    for _, entry in sorted(ctx.config.pipelines.items()):
+        default = entry.obj.spec.settings.resources if entry.obj.spec.settings else None
+        conflict = _replicas_conflict(default) if default is not None else None
+        if conflict:
+            yield entry.doc.diagnostic(
+                d.R002, f"pipeline {entry.name!r} has min_replicas={conflict[0]} above max_replicas={conflict[1]} "
+                "in its default settings; raise max_replicas (0 means no limit) or lower min_replicas",
+                ("spec", "settings", "resources", "min_replicas"))
+
+
+@check
+def zenml_098_spellings(ctx: Context) -> Iterator[Diagnostic]:
+    """R007 (warning): a ZenML 0.98 name for a v1 ResourceSettings field is accepted with
+    the same meaning (resources = pool_resources, gpu_class = gpu_type,
+    reclaim_tolerance none/any = preemptible false/true); the warning names the v1
+    field, so files stay readable by tools that know only v1."""
+    for _, entry in sorted(ctx.config.pipelines.items()):
+        spec = entry.obj.spec
+        places: list[tuple[tuple[str, ...], ResourceSettings | None]] = [
+            (("spec", "settings", "resources"), spec.settings.resources if spec.settings else None)]
+        places += [(("spec", "steps", name, "settings", "resources"), step.settings.resources if step.settings
+                    else None) for name, step in spec.steps.items()]
+        for path, settings in places:
+            for new in settings.new_spellings() if settings is not None else []:
+                yield entry.doc.diagnostic(d.R007, _spelling_message(new, getattr(settings, new)),
+                                           path + (new,), key=True)
+
+
+def _spelling_message(new: str, value: object) -> str:
+    if new == "reclaim_tolerance":
+        v1 = f"preemptible: {str(RECLAIM_TOLERANCE[str(value)]).lower()}"
+        return f"reclaim_tolerance: {value} is ZenML 0.98's spelling of {v1}; poolc reads it so, write {v1}"
+    return f"{new} is ZenML 0.98's spelling of {NEW_SPELLINGS[new]}; poolc reads it so, write {NEW_SPELLINGS[new]}"
 
 
 @check

@@ -6,14 +6,15 @@ from collections.abc import Iterator
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
+from ..model import ResourceMap
 from . import Context, check
 
 _ALIAS = {"mcpu": "cpu", "memory_mb": "memory"}
 
 
-def _key_path(resource_map, field: str, key: str) -> tuple[str, ...]:
+def _key_path(resource_map: ResourceMap | None, field: str, key: str) -> tuple[str, ...]:
     """Where a canonical key was written: under its own name or its friendly alias."""
-    extra = resource_map.__pydantic_extra__ or {}
+    extra = (resource_map.__pydantic_extra__ if resource_map is not None else None) or {}
     written = key if key in extra or key not in _ALIAS else _ALIAS[key]
     return ("spec", field, written)
 

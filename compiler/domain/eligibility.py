@@ -38,9 +38,17 @@ class Ineligibility:
     allowed: int
 
     def sentence(self) -> str:
+        """A zero capacity or limit is said as such: a written 0 forbids the key,
+        and "limits gpu to 0" would read like a rounding accident."""
+        if self.rule == CAPACITY and self.allowed == 0:
+            return (f"pool '{self.policy.pool}' has no {self.key} (capacity {self.key}=0; "
+                    f"needs {self.needs})")
         if self.rule == CAPACITY:
             return (f"pool '{self.policy.pool}' has {self.key}={self.allowed} in all "
                     f"(needs {self.needs})")
+        if self.rule == LIMIT and self.allowed == 0:
+            return (f"policy '{self.policy.name}' forbids {self.key} on pool '{self.policy.pool}' "
+                    f"(limit {self.key}=0; needs {self.needs})")
         if self.rule == LIMIT:
             return (f"policy '{self.policy.name}' limits {self.key} to {self.allowed} on pool "
                     f"'{self.policy.pool}' (needs {self.needs})")
