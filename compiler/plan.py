@@ -138,7 +138,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
     waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
     replayed = replay(config, waiting, requests, problem, running)
     kubernetes_ids = {r.id for r in waiting.requests if r.id in {w.name for w in replayed.simulation.outcomes.values()}}
-    return kueue_solution(replayed, optimal(problem), kubernetes_ids)
+    return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
 
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",

@@ -93,16 +93,18 @@ def with_runtime(plan: Plan, replayed: Replay, requests: Iterable[StepRequest], 
     return dataclasses.replace(plan, runtime=runtime, diagnostics=diagnostics)
 
 
-def kueue_solution(replayed: Replay, others: Solution, kubernetes_ids: set[str]) -> Solution:
+def kueue_solution(replayed: Replay, others: Solution, kubernetes_ids: set[str], running: set[str]) -> Solution:
     """The `kueue` strategy's Solution: Kubernetes requests as Kueue admits them,
-    the others (SageMaker: nothing in AWS enforces a pool) as ``others`` decided."""
+    the others (SageMaker: nothing in AWS enforces a pool) as ``others`` decided.
+    ``running``: the names of the running allocations (a request Kueue admits and
+    then evicts again is simply not admitted)."""
     admitted = replaying.admitted_policies(replayed.simulation, replayed.objects)
     chosen = {rid: policy for rid, policy in admitted.items() if rid in kubernetes_ids}
     chosen.update({rid: policy for rid, policy in others.admitted.items() if rid not in kubernetes_ids})
     preempted: dict[str, list[str]] = {}
     for name, outcome in replayed.simulation.outcomes.items():
-        if outcome.status == replaying.PREEMPTED:
-            preempted[name] = sorted(outcome.preempted_by)
+        if outcome.status == replaying.PREEMPTED and name in running:
+            preempted[name] = sorted(set(outcome.preempted_by) & (kubernetes_ids | running))
     for name, for_ in others.preempted.items():
         outside = [rid for rid in for_ if rid not in kubernetes_ids]
         if outside:

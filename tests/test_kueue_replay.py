@@ -238,7 +238,7 @@ def test_kueue_strategy_agrees_with_optimal_on_the_examples():
     assert kueue.runtime is not None and kueue.runtime.agrees
 
 
-def test_a_disagreement_is_a_warning_on_the_step(tmp_path):
+def test_a_disagreement_is_a_warning_on_the_step(tmp_path, monkeypatch):
     """Where Kueue cannot follow the plan, the plan says so: a runtime difference
     and a T001 warning at the step, in words."""
     # A non-preemptible step inside its free reserve while a higher-priority team
@@ -247,7 +247,7 @@ def test_a_disagreement_is_a_warning_on_the_step(tmp_path):
     write(tmp_path, pool(8), policy("mid", 50, "{gpu: 4}"), policy("hi", 100),
           running("hi-borrower", "hi", 8, "2026-01-01T01:00:00Z"),
           pipeline("mid", {"fixed": "{gpu_count: 2, preemptible: false}"}))
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     plan = plan_paths(["."]).plan
     assert statuses(plan)["mid/fixed"] == "allocated" and [p.id for p in plan.preempted] == ["hi-borrower"]
     assert plan.runtime is not None and not plan.runtime.agrees

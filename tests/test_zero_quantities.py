@@ -9,6 +9,7 @@ rule, and neither may place a request that needs a key through a zero.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_written_zeros_reach_the_problem() -> None:
     from compiler.inputs import problem_from_config
     from compiler.validate import validate_paths
 
-    fixture = "tests/fixtures/negative/r003-zero-limit-and-capacity.yaml"
+    fixture = str(Path(__file__).parent / "fixtures" / "negative" / "r003-zero-limit-and-capacity.yaml")
     result = validate_paths([fixture])
     problem = problem_from_config(result.config, [])
     assert problem.pool("closed-pool").capacity == {"gpu": 8, "step_run": 0}
