@@ -21,10 +21,6 @@ if TYPE_CHECKING:
     from .domain.plan import Plan
 
 
-def default_state_path(output_dir: str) -> str:
-    """The state file lives beside the output directory (docs/cli.md#poolc-apply)."""
-    parent = os.path.dirname(os.path.normpath(os.path.abspath(output_dir)))
-    return os.path.join(parent, "poolc.state.json")
 
 
 @dataclass
@@ -37,6 +33,26 @@ class ApplyResult:
     state_path: str = ""
     state_text: str = ""
     written: bool = False
+    plan: Plan | None = None                             # what the plan decided (for the report)
+
+    def as_dict(self) -> dict:
+        """The one JSON document `apply --format json` prints."""
+        plan = self.plan
+        return {
+            "ok": self.ok,
+            "refused": self.refused,
+            "written": sorted(p for p in self.stale if p in self.files) if self.written else [],
+            "removed": sorted(self.removed) if self.written else [],
+            "stale": sorted(self.stale),
+            "state": {"path": self.state_path, "changed": self.state_path in self.stale},
+            "decided": None if plan is None else {
+                "allocated": [r.id for r in plan.requests if r.status == "allocated"],
+                "queued": [r.id for r in plan.requests if r.status == "queued"],
+                "rejected": [r.id for r in plan.requests if r.status == "rejected"],
+                "preempted": [p.id for p in plan.preempted],
+            },
+            "diagnostics": [x.as_dict() for x in self.diagnostics],
+        }
 
     @property
     def ok(self) -> bool:
@@ -65,11 +81,15 @@ def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:
 
 def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None,
                 plan_file: str | None = None, check: bool = False,
-                progress: Callable[[str], None] | None = None) -> ApplyResult:
-    """Plan, render and (unless ``check``) write; see the module docstring."""
+                progress: Callable[[str], None] | None = None, strategy: str = "optimal",
+                now: str | None = None) -> ApplyResult:
+    """Plan, render and (unless ``check``) write; see the module docstring.
+    ``now``: when the new allocations start (RFC 3339; default SOURCE_DATE_EPOCH,
+    else the clock)."""
     from .lock import state_lock
+    from .state import DEFAULT_STATE
 
-    result = ApplyResult(state_path=state_file or default_state_path(output_dir))
+    result = ApplyResult(state_path=state_file or DEFAULT_STATE)
     saved = None
     if plan_file is not None:
         saved, problem = _saved_plan(plan_file)
@@ -78,7 +98,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
             return result
     lock = nullcontext() if check else state_lock(result.state_path)
     with lock:
-        _compute(result, paths, output_dir, saved, progress)
+        _compute(result, paths, output_dir, saved, progress, strategy, now)
         if result.ok and not check and result.stale:
             from .transaction import write_transaction
 
@@ -90,35 +110,60 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
 
 
 def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: Plan | None,
-             progress: Callable[[str], None] | None) -> None:
+             progress: Callable[[str], None] | None, strategy: str, now: str | None) -> None:
     from .plan import plan_paths
-    from .targets import render_all
 
-    strategy = saved.solver.strategy if saved is not None else "optimal"
-    planned = plan_paths(paths, state_file=result.state_path, strategy=strategy, progress=progress)
+    if saved is not None:
+        strategy = saved.solver.strategy
+    planned = plan_paths(paths, state_file=result.state_path, strategy=strategy, progress=progress,
+                         output_dir=output_dir, now=now)
     result.diagnostics = planned.plan.diagnostics_list()
+    result.plan = planned.plan
     if not planned.validation.ok:
         result.refused = "the configuration has errors; fix them (poolc validate) before apply"
         return
-    if any(x.severity == "error" for x in planned.state.diagnostics):
+    if not planned.state.ok:
         result.refused = f"the state file {result.state_path} is not valid"
         return
     if saved is not None:
-        if saved.inputs_digest != planned.plan.inputs_digest:
-            result.refused = (f"the plan was made from other inputs ({saved.inputs_digest}); they are now "
-                              f"{planned.plan.inputs_digest} (the files or the state {result.state_path} "
-                              f"changed): run `poolc plan --out` again, with --state {result.state_path}")
+        stale = _stale_plan(saved, planned.plan, result.state_path)
+        if stale:
+            result.refused = stale
             return
-        if saved.as_dict() != planned.plan.as_dict():
-            result.refused = ("the plan file does not match what this poolc plans for the same inputs "
-                              "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
-            return
-    result.files = render_all(planned.validation.config, planned.plan, planned.validation.requests)
+    result.files = planned.files
     result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
-    result.state_text = planned.state_text(result.files)
+    result.state_text = planned.state_text
     for relative, text in sorted(result.files.items()):
         if _read(os.path.join(output_dir, relative)) != text:
             result.stale.append(relative)
     result.stale += [p for p in result.removed if os.path.exists(os.path.join(output_dir, p))]
     if _read(result.state_path) != result.state_text:
         result.stale.append(result.state_path)
+
+
+def _stale_plan(saved: Plan, fresh: Plan, state_path: str) -> str | None:
+    """Why a saved plan cannot be applied now, naming what changed; None if it can.
+    The decisions are compared, not ``changes`` (which describe the world at
+    planning time, e.g. files on disk)."""
+    if saved.inputs_digest != fresh.inputs_digest:
+        what = _changed_inputs(saved.inputs or {}, fresh.inputs or {})
+        return (f"the plan was made from other inputs: {what}. Run `poolc plan --out` again "
+                f"(with --state {state_path})")
+    mine, theirs = saved.as_dict(), fresh.as_dict()
+    for plan in (mine, theirs):
+        plan.pop("changes", None)
+    if mine != theirs:
+        return ("the plan file does not match what this poolc plans for the same inputs "
+                "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
+    return None
+
+
+def _changed_inputs(before: dict[str, str], after: dict[str, str]) -> str:
+    """``Pipeline/training changed, Policy/prod added`` (at most five, then a count)."""
+    words = [f"{key} changed" for key in sorted(before) if key in after and before[key] != after[key]]
+    words += [f"{key} added" for key in sorted(after) if key not in before]
+    words += [f"{key} removed" for key in sorted(before) if key not in after]
+    if not words:
+        return "the inputs digest differs (the plan file records no per-input digests)"
+    shown = ", ".join(words[:5])
+    return shown + (f" and {len(words) - 5} more" if len(words) > 5 else "")

@@ -125,43 +125,53 @@ def schema(kind: str | None, output_dir: str | None) -> None:
         click.echo("".join(texts.values()), nl=False)
 
 
-def _progress(quiet: bool, verbose: bool = False, after_seconds: float = 2.0) -> Callable[[str], None] | None:
-    """Solver progress on stderr: always with --verbose, otherwise only once a
-    solve has run for a while (short solves stay silent)."""
-    if quiet:
+def _progress(quiet: bool, verbose: bool = False) -> Callable[[str], None] | None:
+    """Solver progress on stderr: with --verbose, or when stderr is a terminal (a
+    person is waiting); never in CI logs or pre-commit output by itself, so the
+    same plan prints the same lines on every run."""
+    if quiet or not (verbose or sys.stderr.isatty()):
         return None
-    import time
-
-    started = time.perf_counter()
 
     def report(line: str) -> None:
-        if verbose or time.perf_counter() - started > after_seconds:
-            click.echo(f"poolc: {line}", err=True)
+        click.echo(f"poolc: {line}", err=True)
 
     return report
+
+
+def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
+    from .state import DEFAULT_STATE
+
+    if missing and not quiet:
+        click.echo(f"poolc: no state file {state_file or DEFAULT_STATE}; planning with nothing running", err=True)
+
+
+PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 
 
 @main.command()
 @paths_argument
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
-              help="State file with the running allocations (written by apply).")
+              help="State file with the running allocations (default: poolc.state.json here, as apply writes it).")
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
                    "reference reconciler, simulated; kueue: what Kueue will do with the generated objects.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Where apply writes the files, to show their diffs (default: the state's record).")
+@click.option("--format", "fmt", type=click.Choice(PLAN_FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True,
-              help="Exit 0 when nothing changes, 2 when the plan changes something.")
-@click.option("--verbose", "-v", is_flag=True, help="Timings on stderr.")
+              help="Exit 0 when nothing changes, 2 when an allocation, a generated file or the state would.")
+@click.option("--verbose", "-v", is_flag=True, help="Solver progress and timings on stderr.")
 @quiet_option
 @color_option
 @guarded
-def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, fmt: str,
-         detailed_exitcode: bool, verbose: bool, quiet: bool, no_color: bool) -> None:
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, output_dir: str | None,
+         fmt: str, detailed_exitcode: bool, verbose: bool, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
-    Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one);
-    with --detailed-exitcode 0 means no changes and 2 means changes.
+    Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one) or the
+    state cannot be read; with --detailed-exitcode 0 means no changes and 2 means
+    changes.
     """
     import time
 
@@ -171,28 +181,83 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
 
     started = time.perf_counter()
     result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
-                        progress=_progress(quiet, verbose))
+                        progress=_progress(quiet, verbose), output_dir=output_dir)
     if verbose:
         click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
+    _state_note(state_file, result.state.missing, quiet)
+    if not result.state.ok:  # nothing printed, nothing written: the plan would be of another world
+        emit_diagnostics(result.state.diagnostics, "text" if fmt in ("json", "markdown") else fmt, quiet)
+        click.echo(f"poolc: cannot read the state file {result.state_path}; no plan made", err=True)
+        sys.exit(EXIT_FINDINGS)
     plan_json = to_json(result.plan)
     if out_file:
         write_atomic(out_file, plan_json)
-    if fmt == "json":
-        click.echo(plan_json, nl=False)
-    else:
-        from .report.plan_text import render_plan
-
-        color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-        click.echo(render_plan(result.plan, color=color), nl=False)
-        from .report import render
-
-        shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
-        if shown:  # on stderr, so stdout stays the plan
-            click.echo(render("text", shown), nl=False, err=True)
+    _print_plan(result, fmt, quiet, no_color)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
     if detailed_exitcode and result.changed:
         sys.exit(EXIT_CHANGES)
+    sys.exit(EXIT_OK)
+
+
+def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool) -> None:
+    from .domain.plan import to_json
+
+    if fmt == "json":
+        click.echo(to_json(result.plan), nl=False)
+        return
+    if fmt in ("github", "sarif"):
+        emit_diagnostics(result.plan.diagnostics_list(), fmt, quiet)
+        return
+    if fmt == "markdown":
+        from .report.plan_markdown import render_markdown
+
+        click.echo(render_markdown(result.plan, diffs=result.diffs), nl=False)
+        return
+    from .report.plan_text import render_plan
+
+    color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+    click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
+    from .report import render
+
+    shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
+    if shown:  # on stderr, so stdout stays the plan
+        click.echo(render("text", shown), nl=False, err=True)
+
+
+@main.command()
+@click.argument("plan_file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@color_option
+@guarded
+def show(plan_file: str, fmt: str, no_color: bool) -> None:
+    """Render a saved plan (poolc plan --out) without planning again.
+
+    Exit 0, or 1 when the file is not a plan this poolc can read.
+    """
+    from .domain.plan import Plan, PlanFormatError, to_json
+
+    try:
+        with open(plan_file, encoding="utf-8") as handle:
+            text = handle.read()
+        saved = Plan.from_json(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        click.echo(f"poolc: cannot read {plan_file}: {getattr(exc, 'strerror', None) or exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    except PlanFormatError as exc:
+        click.echo(f"poolc: {plan_file}: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    if fmt == "json":
+        click.echo(to_json(saved), nl=False)
+    elif fmt == "markdown":
+        from .report.plan_markdown import render_markdown
+
+        click.echo(render_markdown(saved), nl=False)
+    else:
+        from .report.plan_text import render_plan
+
+        color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+        click.echo(render_plan(saved, color=color), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -201,27 +266,41 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
 @click.option("--output-dir", required=True, type=click.Path(file_okay=False),
               help="Where the generated kubernetes/, kueue/ and sagemaker/ files go.")
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
-              help="State file (default: poolc.state.json beside the output directory).")
+              help="State file (default: poolc.state.json in the current directory).")
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
+              help="The planning strategy (a saved --plan names its own).")
+@click.option("--now", help="Start time of the allocations this apply creates (RFC 3339; default "
+                            "SOURCE_DATE_EPOCH, else the clock).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if the output or the state is stale.")
 @format_option
 @quiet_option
 @color_option
 @guarded
-def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, check: bool,
-          fmt: str, quiet: bool, no_color: bool) -> None:
+def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, strategy: str,
+          now: str | None, check: bool, fmt: str, quiet: bool, no_color: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
-    Exit 0 ok; 1 when the configuration is invalid, the plan file is stale, or
-    (with --check) the output or state is out of date.
+    Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
+    stale, or (with --check) the output or state is out of date.
     """
+    import json
+
     from .apply import apply_paths
     from .lock import StateLockError
 
+    if now is not None:
+        from .model import parse_timestamp
+
+        try:
+            parse_timestamp(now)
+        except ValueError:
+            raise click.BadParameter(f"{now!r} is not an RFC 3339 time such as 2026-11-20T10:00:00Z",
+                                     param_hint="--now") from None
     try:
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
-                             check=check, progress=_progress(quiet))
+                             check=check, progress=_progress(quiet), strategy=strategy, now=now)
     except StateLockError as exc:
         click.echo(f"poolc: {exc}", err=True)
         sys.exit(EXIT_FINDINGS)
@@ -229,6 +308,10 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
         click.echo(f"poolc: apply failed and changed nothing: {exc.strerror or exc}"
                    + (f": {exc.filename}" if exc.filename else ""), err=True)
         sys.exit(EXIT_FINDINGS)
+    failed = not result.ok or (check and bool(result.stale))
+    if fmt == "json":
+        click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
         click.echo(f"poolc: nothing applied: {result.refused}", err=True)
@@ -247,4 +330,23 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
             click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
+        if result.plan is not None:
+            click.echo(_decided(result.plan), err=True)
     sys.exit(EXIT_OK)
+
+
+def _decided(plan: Any) -> str:
+    """What the applied plan decided, in one block: counts, then names."""
+    def names(items: list[str]) -> str:
+        shown = ", ".join(items[:10])
+        return shown + (f" and {len(items) - 10} more" if len(items) > 10 else "")
+
+    allocated = [r.id for r in plan.requests if r.status == "allocated"]
+    queued = [r.id for r in plan.requests if r.status == "queued"]
+    preempted = [p.id for p in plan.preempted]
+    lines = [f"poolc: the plan allocates {len(allocated)}, queues {len(queued)}, preempts {len(preempted)}"]
+    if queued:
+        lines.append(f"  queued: {names(queued)}")
+    if preempted:
+        lines.append(f"  preempted: {names(preempted)}")
+    return "\n".join(lines)

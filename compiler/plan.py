@@ -1,35 +1,44 @@
-"""`poolc plan` as a library call: validate, read the state, solve, assemble the Plan.
+"""`poolc plan` as a library call: validate, read the state, solve, assemble the
+Plan, and say what it changes (allocations, generated files, the state).
 
 The CLI (`plan`, `apply`) calls ``plan_paths`` and only renders what it returns.
 The strategy module is imported here, on demand, so importing this module never
 imports OR-Tools.
 
 Steps that already run: `apply` records every admitted step as an allocation
-named ``allocation_name(step id)``. When such an allocation of the same subject
-is running (in the state or the files), the step is that allocation, not a new
-request, so planning again after `apply` changes nothing.
+named ``allocation_name(step id)``. While the step's request is the one that
+allocation holds (demand, preemptible, requester) and its policy still admits it,
+the step is that allocation, not a new request, so planning again after `apply`
+changes nothing. When the request changed, the allocation is released and the
+step planned again (``resized``). A step `poolc state rm` released as finished is
+not requested again until its inputs change.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
+import json
+import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib import import_module
 
 from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
+from .domain.eligibility import check_policy
 from .domain.naming import allocation_name
-from .domain.plan import STRATEGIES, Plan
+from .domain.plan import STRATEGIES, FileChange, Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
 from .model import Allocation
-from .planner.plan import assemble, inputs_digest
+from .planner.plan import assemble, input_digests, inputs_digest
 from .planner.solution import Solution
 from .requests import StepRequest
-from .state import StateRead, changes, dump_state, read_state, state_from_plan
+from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
 from .validate import Validation, validate_paths
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
@@ -40,13 +49,18 @@ _STEP_RULES = {d.R001.id, d.R002.id, d.R006.id, d.K002.id, d.K003.id}
 @dataclass
 class PlanResult:
     validation: Validation
-    state: StateRead                    # what the state file held (empty without --state)
+    state: StateRead                    # what the state file held
+    state_path: str
     problem: Problem
     solution: Solution
     plan: Plan
     previous: list[Allocation]          # running Allocation documents the plan started from (files win)
-    new_state: dict                     # state_from_plan(plan, previous), without file digests
-    changes: dict[str, list[str]]       # added / removed / unchanged allocation names
+    released: list[str]                 # allocations of steps whose request changed (planned again)
+    files: dict[str, str] = field(default_factory=dict)   # what apply would write: relative path -> text
+    output_dir: str | None = None       # where the generated files live, when known
+    state_text: str = ""                # the new state file's bytes
+    state_action: str | None = None     # create | update | None (unchanged)
+    diffs: dict[str, str] = field(default_factory=dict)   # path -> unified diff, for files known on disk
 
     @property
     def ok(self) -> bool:
@@ -54,27 +68,52 @@ class PlanResult:
         return not any(x.severity == "error" for x in self.plan.diagnostics)
 
     @property
+    def changes(self) -> dict:
+        return self.plan.changes or {}
+
+    @property
     def changed(self) -> bool:
-        return bool(self.changes["added"] or self.changes["removed"])
+        """Anything would change: an allocation, a generated file or the state."""
+        allocations = self.changes.get("allocations", {})
+        return bool(allocations.get("added") or allocations.get("removed") or allocations.get("resized")
+                    or self.changes.get("files") or self.state_action)
 
     @property
     def previous_state_files(self) -> dict[str, str]:
         """Generated file -> digest, as the state file recorded them."""
         return dict(self.state.files)
 
-    def state_with_files(self, files: Mapping[str, str]) -> dict:
-        """The new state with the digests of the generated files (for `apply`)."""
-        return state_from_plan(self.plan, self.previous, files=files, digest=self.new_state["inputs_digest"],
-                               from_files=self.validation.config.allocations, preempted_before=self.state.preempted)
 
-    def state_text(self, files: Mapping[str, str]) -> str:
-        """The bytes of the new state file; ``files`` maps each generated file's
-        relative path to its text (digested here)."""
-        return dump_state(self.state_with_files({path: _sha256(text) for path, text in files.items()}))
-
-
-def _sha256(text: str) -> str:
+def sha256_text(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def resolve_now(now: str | datetime | None = None) -> datetime:
+    """When the apply happens: ``now`` (RFC 3339, or a datetime), else
+    ``SOURCE_DATE_EPOCH`` (seconds), else the clock; whole seconds, UTC."""
+    from .model import parse_timestamp
+
+    if isinstance(now, datetime):
+        when = now
+    elif now:
+        when = parse_timestamp(now)
+    elif os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
+        when = datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), tz=UTC)
+    else:
+        when = datetime.now(UTC)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).replace(microsecond=0)
+
+
+def step_inputs(request: StepRequest) -> str:
+    """16 hex digits naming what a step runs: requester, merged settings, demand,
+    image and command. A finished step is requested again once this changes."""
+    step = request.entry.obj.spec.steps[request.step]
+    data = {"requester": request.requester, "settings": request.settings.model_dump(mode="json", exclude_none=True),
+            "demand": dict(sorted(request.demand.items())), "preemptible": request.preemptible,
+            "image": step.image, "command": step.command}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 Strategy = Callable[[Problem], Solution]
@@ -113,14 +152,49 @@ def step_errors(config: Config, requests: list[StepRequest],
     return {rid: found[rid] for rid in sorted(found) if rid in known}
 
 
-def _running_steps(requests: list[StepRequest], running: Iterable[Running]) -> dict[str, Running]:
+def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> str | None:
+    """None while a running allocation still describes its step; else why not."""
+    if alloc.subject != request.requester:
+        return f"its requester is now {request.requester}, not {alloc.subject}"
+    if alloc.preemptible != request.preemptible:
+        return "it is now " + ("preemptible" if request.preemptible else "non-preemptible")
+    demand = {k: v for k, v in request.demand.items() if v > 0}
+    if dict(alloc.holds) != demand:
+        return (f"it now asks {', '.join(f'{k}={v}' for k, v in sorted(demand.items()))} "
+                f"(the allocation holds {', '.join(f'{k}={v}' for k, v in sorted(alloc.holds.items()))})")
+    policy = problem.policy_for(alloc.subject, alloc.pool)
+    pool = problem.find_pool(alloc.pool)
+    if policy is not None and pool is not None:
+        why = check_policy(pool, policy, request.demand, request.preemptible)
+        if why is not None:
+            return f"policy {policy.name} no longer admits it: {why.sentence()}"
+    return None
+
+
+def _running_steps(requests: list[StepRequest], running: Iterable[Running], problem: Problem,
+                   recorded: Mapping[str, str | None]) -> tuple[dict[str, Running], dict[str, str]]:
+    """(step id -> the allocation that still runs it, allocation name -> why it no
+    longer describes its step). ``recorded``: allocation name -> the step label
+    apply recorded on it (a user's own allocation matches a step only by name and
+    subject, and is never released)."""
     by_name = {a.name: a for a in running}
-    found = {}
+    found: dict[str, Running] = {}
+    released: dict[str, str] = {}
     for request in requests:
         alloc = by_name.get(allocation_name(request.id))
-        if alloc is not None and alloc.subject == request.requester:
+        if alloc is None:
+            continue
+        mine = recorded.get(alloc.name) is not None
+        if not mine and alloc.subject != request.requester:
+            continue
+        why = _still_describes(request, alloc, problem)
+        if why is None:
             found[request.id] = alloc
-    return found
+        elif mine:
+            released[alloc.name] = why
+        else:
+            found[request.id] = alloc
+    return found, released
 
 
 def _without_allocations(config: Config, names: set[str]) -> Config:
@@ -142,46 +216,136 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 
 
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
-               progress: Callable[[str], None] | None = None, runtime_check: bool = True) -> PlanResult:
-    """Plan the configuration under ``paths`` against the state in ``state_file``.
+               progress: Callable[[str], None] | None = None, runtime_check: bool = True,
+               output_dir: str | None = None, now: str | datetime | None = None) -> PlanResult:
+    """Plan the configuration under ``paths`` against the state in ``state_file``
+    (default ``poolc.state.json`` in the working directory).
 
     ``strategy``: "optimal" (default), "zenml", "kueue", or a ``solve(problem) ->
     Solution`` function; ``progress`` receives the optimal solver's progress lines.
     ``runtime_check`` replays the plan through Kueue's scheduler (the plan's
-    ``runtime`` section)."""
+    ``runtime`` section). ``output_dir``: where the generated files are (default:
+    the one the state records), to compare them with what the plan would write.
+    ``now``: the start time of the allocations an apply would create."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
-    state = read_state(state_file) if state_file else StateRead([], {}, None, [])
+    state_path = state_file or DEFAULT_STATE
+    state = read_state(state_path)
     if state.preempted:  # config allocations an applied plan preempted no longer run
         config = _without_allocations(config, set(state.preempted))
-    previous = sorted([entry.obj for entry in config.allocations.values()]
-                      + [a for a in state.allocations if a.metadata.name not in config.allocations],
-                      key=lambda a: a.metadata.name)
 
     requests = validation.requests  # requests do not depend on allocations
     rejected = step_errors(config, requests, validation.diagnostics)
+    inputs = {r.id: step_inputs(r) for r in requests}
+    finished = tuple(sorted(r.id for r in requests if state.finished.get(r.id) == inputs[r.id]))
+    live = [r for r in requests if r.id not in finished]
     everything = problem_from_config(config, [], state.allocations)
-    running = _running_steps([r for r in requests if r.id not in rejected], everything.running)
-    plannable = [r for r in requests if r.id not in rejected and r.id not in running]
-    problem = problem_from_config(config, plannable, state.allocations)
+    recorded = {a.metadata.name: step_of(a) for a in state.allocations}
+    recorded.update({name: step_of(entry.obj) for name, entry in config.allocations.items()})
+    running, released = _running_steps([r for r in live if r.id not in rejected], everything.running,
+                                       everything, recorded)
+    if released:
+        config = _without_allocations(config, set(released))
+    state_allocations = [a for a in state.allocations if a.metadata.name not in released]
+    previous = sorted([entry.obj for entry in config.allocations.values()]
+                      + [a for a in state_allocations if a.metadata.name not in config.allocations],
+                      key=lambda a: a.metadata.name)
+    plannable = [r for r in live if r.id not in rejected and r.id not in running]
+    problem = problem_from_config(config, plannable, state_allocations)
 
     def assembled(solution: Solution) -> Plan:
-        return assemble(problem, solution, requests, rejected=rejected, running=running,
+        return assemble(problem, solution, live, rejected=rejected, running=running,
                         diagnostics=[*validation.diagnostics, *state.diagnostics],
                         digest=inputs_digest(config, state.allocations))
 
     if strategy == "kueue":
-        solution = _kueue_strategy(config, problem, requests, running, assembled, load_strategy("optimal", progress))
+        solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
     else:
         solution = solve(problem)
-    plan = assembled(solution)
+    plan = _with_released(assembled(solution), released)
     if runtime_check:
         from .runtime import replay, with_runtime
 
-        plan = with_runtime(plan, replay(config, plan, requests, problem, running), requests, config)
-    new_state = state_from_plan(plan, previous, digest=inputs_digest(validation.config),
-                                from_files=validation.config.allocations, preempted_before=state.preempted)
-    changed = changes(previous, new_state["allocations"])
-    plan = dataclasses.replace(plan, changes=changed)
-    return PlanResult(validation, state, problem, solution, plan, previous, new_state, changed)
+        plan = with_runtime(plan, replay(config, plan, live, problem, running), live, config)
+    plan = dataclasses.replace(plan, finished=finished, inputs=input_digests(config, state.allocations))
+    result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
+    if state.ok:
+        _what_changes(result, config=validation.config, requests=live, inputs=inputs,
+                      output_dir=output_dir, now=resolve_now(now))
+    return result
+
+
+def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
+    """Say, on each re-planned step, why its running allocation was released."""
+    if not released:
+        return plan
+    by_alloc = {allocation_name(r.id): r for r in plan.requests}
+    notes = {by_alloc[name].id: why for name, why in released.items() if name in by_alloc}
+    requests = tuple(dataclasses.replace(r, message=f"resized: its running allocation {allocation_name(r.id)} was "
+                                         f"released because {notes[r.id]}; {r.message}") if r.id in notes else r
+                     for r in plan.requests)
+    return dataclasses.replace(plan, requests=requests)
+
+
+def _output_dir(result: PlanResult, given: str | None) -> str | None:
+    if given:
+        return given
+    recorded = result.state.output_dir
+    if recorded is None:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(result.state_path)), recorded))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequest], inputs: Mapping[str, str],
+                  output_dir: str | None, now: datetime) -> None:
+    """Render what apply would write for the plan and compare it with the state's
+    record and, where the output directory is known, the files on disk."""
+    from .targets import render_all
+
+    plan = result.plan
+    result.files = render_all(config, plan, requests)
+    result.output_dir = _output_dir(result, output_dir)
+    recorded = result.state.files
+    file_changes: list[FileChange] = []
+    for path, text in result.files.items():
+        on_disk = _read(os.path.join(result.output_dir, path)) if result.output_dir else None
+        if on_disk is not None:
+            if on_disk != text:
+                file_changes.append(FileChange(path, "update" if path in recorded else "create"))
+                result.diffs[path] = "".join(difflib.unified_diff(
+                    on_disk.splitlines(keepends=True), text.splitlines(keepends=True),
+                    fromfile=f"a/{path}", tofile=f"b/{path}"))
+        elif path not in recorded:
+            file_changes.append(FileChange(path, "create"))
+        elif recorded[path] != sha256_text(text) or result.output_dir:
+            file_changes.append(FileChange(path, "update"))
+    file_changes += [FileChange(path, "delete") for path in recorded if path not in result.files]
+    out_dir = result.output_dir
+    relative_out = None
+    if out_dir:
+        relative_out = os.path.relpath(os.path.abspath(out_dir), os.path.dirname(os.path.abspath(result.state_path)))
+    state = state_from_plan(plan, result.previous, files={p: sha256_text(t) for p, t in result.files.items()},
+                            digest=inputs_digest(config), from_files=config.allocations,
+                            preempted_before=result.state.preempted, released=result.released, started_at=now,
+                            step_inputs=inputs, finished=result.state.finished,
+                            output_dir=relative_out.replace(os.sep, "/") if relative_out else None)
+    result.state_text = dump_state(state)
+    current = _read(result.state_path)
+    result.state_action = None if current == result.state_text else ("update" if current is not None else "create")
+    allocation_changes = changes(result.previous + [a for a in result.state.allocations
+                                                    if a.metadata.name in result.released],
+                                 state["allocations"], result.released)
+    result.plan = dataclasses.replace(plan, changes={
+        "allocations": allocation_changes,
+        "files": [x.as_dict() for x in sorted(file_changes, key=lambda x: x.path)],
+        "state": result.state_action,
+    })

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from . import API_VERSION
@@ -57,6 +58,15 @@ class StateRead(NamedTuple):
     # Allocations given in the config files that an applied plan preempted: they no
     # longer run, although the files still list them (see compiler/plan.py).
     preempted: list[str] = []
+    missing: bool = False               # no state file at that path (an empty state)
+    # Steps `poolc state rm` released as finished: step id -> the digest of the
+    # step's inputs then; not requested again until the inputs change.
+    finished: dict[str, str] = {}
+    output_dir: str | None = None       # where apply wrote the files, relative to the state's folder
+
+    @property
+    def ok(self) -> bool:
+        return not any(x.severity == "error" for x in self.diagnostics)
 
 
 _EMPTY = StateRead([], {}, None, [])
@@ -81,7 +91,7 @@ def read_state(path: str) -> StateRead:
     and each invalid Allocation is reported like one in a YAML file (S00x, N001);
     the valid allocations are still returned."""
     if not os.path.exists(path):
-        return _EMPTY
+        return _EMPTY._replace(missing=True)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -111,7 +121,8 @@ def read_state(path: str) -> StateRead:
         problems.append(top.diagnostic(d.S004, f"state format_version {version!r} is not supported; this "
                                        f"poolc reads and writes format_version {FORMAT_VERSION}", where))
         return StateRead([], {}, None, problems)
-    unknown = sorted(set(root) - {"format_version", "inputs_digest", "allocations", "files", "preempted"})
+    unknown = sorted(set(root) - {"format_version", "inputs_digest", "allocations", "files", "preempted",
+                                  "finished", "output_dir"})
     problems += [top.diagnostic(d.S001, f"unknown field {k!r} in the state file", (k,), key=True) for k in unknown]
 
     digest = root.get("inputs_digest")
@@ -148,9 +159,25 @@ def read_state(path: str) -> StateRead:
     if not isinstance(preempted, list) or not all(isinstance(n, str) for n in preempted):
         problems.append(top.diagnostic(d.S003, "preempted must be a list of allocation names", ("preempted",)))
         preempted = []
+    finished, output_dir = _lifecycle(root, top, problems)
     config, found = build_config([path], documents)
     allocations = [entry.obj for _, entry in sorted(config.allocations.items())]
-    return StateRead(allocations, dict(sorted(files.items())), digest, problems + found, sorted(preempted))
+    return StateRead(allocations, dict(sorted(files.items())), digest, problems + found, sorted(preempted),
+                     finished=finished, output_dir=output_dir)
+
+
+def _lifecycle(root: dict, top: Document, problems: list[Diagnostic]) -> tuple[dict[str, str], str | None]:
+    """The released steps and the output directory a state records."""
+    finished = root.get("finished", {})
+    if not isinstance(finished, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in finished.items()):
+        problems.append(top.diagnostic(d.S003, "finished must map step ids to input digests", ("finished",)))
+        finished = {}
+    output_dir = root.get("output_dir")
+    if output_dir is not None and not (isinstance(output_dir, str) and output_dir):
+        problems.append(top.diagnostic(d.S003, "output_dir must be a path", ("output_dir",)))
+        output_dir = None
+    return dict(sorted(finished.items())), output_dir
 
 
 # --- building and writing ----------------------------------------------------------
@@ -169,6 +196,9 @@ def allocation_json(allocation: Allocation) -> dict:
 # Marks an allocation apply recorded for a step (naming.step_label): when the step
 # is gone from the inputs, so is its allocation.
 STEP_LABEL = "poolc.dev/step"
+# The digest of the step's inputs when apply recorded it: `poolc state rm` keeps it,
+# so a finished step is requested again only once its inputs change.
+INPUTS_LABEL = "poolc.dev/inputs"
 
 
 def _step_of(allocation: Allocation) -> str | None:
@@ -177,22 +207,42 @@ def _step_of(allocation: Allocation) -> str | None:
 
 
 def new_allocation(request_id: str, requester: str, pool: str, policy: str, preemptible: bool,
-                   demand: Mapping[str, int]) -> Allocation:
-    """The allocation `apply` records for a newly admitted step (no started_at: see the module doc)."""
+                   demand: Mapping[str, int], *, started_at: datetime | None = None,
+                   inputs: str | None = None) -> Allocation:
+    """The allocation `apply` records for a newly admitted step, started at the
+    time of the apply (victims are ordered by real start times)."""
+    labels = {STEP_LABEL: step_label(request_id)}
+    if inputs:
+        labels[INPUTS_LABEL] = inputs
+    spec: dict[str, object] = {"subject": requester, "pool": pool, "preemptible": preemptible,
+                               "holds": dict(sorted(demand.items()))}
+    if started_at is not None:
+        spec["started_at"] = format_time(started_at)
     return Allocation.model_validate({
         "apiVersion": API_VERSION,
         "kind": "Allocation",
         "metadata": {"name": allocation_name(request_id),
                      "description": f"step {request_id}, admitted through policy {policy}",
-                     "labels": {STEP_LABEL: step_label(request_id)}},
-        "spec": {"subject": requester, "pool": pool, "preemptible": preemptible,
-                 "holds": dict(sorted(demand.items()))},
+                     "labels": dict(sorted(labels.items()))},
+        "spec": spec,
     })
+
+
+def format_time(when: datetime) -> str:
+    """RFC 3339 in UTC, whole seconds (``2026-11-20T10:00:00Z``)."""
+    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def step_of(allocation: Allocation) -> str | None:
+    """The step label of an allocation apply recorded; None for one a user wrote."""
+    return _step_of(allocation)
 
 
 def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mapping[str, str] | None = None,
                     digest: str | None = None, from_files: Iterable[str] = (),
-                    preempted_before: Iterable[str] = ()) -> dict:
+                    preempted_before: Iterable[str] = (), released: Iterable[str] = (),
+                    started_at: datetime | None = None, step_inputs: Mapping[str, str] | None = None,
+                    finished: Mapping[str, str] | None = None, output_dir: str | None = None) -> dict:
     """The state a plan decides: the running allocations it keeps (every document in
     ``previous`` it does not preempt, those from the files included, so the state
     is the whole picture) plus one new allocation per newly admitted step.
@@ -202,16 +252,23 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     ``digest`` is the configuration's digest without any state
     (``inputs_digest(config)``; default: the plan's). Not the plan's own digest,
     which covers the previous state: the state would then never match a re-run
-    right after `apply`, and `apply --check` would call every fresh state stale."""
+    right after `apply`, and `apply --check` would call every fresh state stale.
+
+    ``released``: allocations of steps whose request changed (the plan re-planned
+    them); ``started_at``: when the new allocations start (the apply);
+    ``step_inputs``: step id -> digest of its inputs (kept on its allocation);
+    ``finished``: steps released as finished (kept while their inputs stay)."""
     preempted = {p.id for p in plan.preempted}
-    steps = {step_label(r.id) for r in plan.requests}
-    kept = {a.metadata.name: a for a in previous if a.metadata.name not in preempted
+    gone_now = preempted | set(released)
+    steps = {step_label(r.id) for r in plan.requests} | {step_label(s) for s in plan.finished}
+    kept = {a.metadata.name: a for a in previous if a.metadata.name not in gone_now
             and (_step_of(a) is None or _step_of(a) in steps)}
     for request in plan.requests:
         if (request.status == ALLOCATED and request.pool is not None and request.policy is not None
                 and request.requester is not None and request.running is None):
             alloc = new_allocation(request.id, request.requester, request.pool, request.policy,
-                                   request.preemptible, request.demand)
+                                   request.preemptible, request.demand, started_at=started_at,
+                                   inputs=(step_inputs or {}).get(request.id))
             kept.setdefault(alloc.metadata.name, alloc)
     # Allocations from the config files that are gone (preempted now or before):
     # remembered so the next plan does not take them as running again.
@@ -225,6 +282,11 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     }
     if gone:
         state["preempted"] = gone
+    still_finished = {step: digest for step, digest in (finished or {}).items() if step in plan.finished}
+    if still_finished:
+        state["finished"] = dict(sorted(still_finished.items()))
+    if output_dir:
+        state["output_dir"] = output_dir
     return state
 
 
@@ -240,10 +302,13 @@ def write_state(path: str, state: Mapping) -> None:
 
 
 def changes(previous_allocations: Iterable[Allocation | Mapping],
-            new_state_allocations: Iterable[Allocation | Mapping]) -> dict[str, list[str]]:
-    """What a plan changes against what runs: names added, removed (preempted) and
-    unchanged, each sorted."""
+            new_state_allocations: Iterable[Allocation | Mapping],
+            resized: Iterable[str] = ()) -> dict[str, list[str]]:
+    """What a plan changes against what runs: allocation names added, removed
+    (preempted, or their step is gone), resized (their step's request changed, so
+    it was planned again) and unchanged, each sorted."""
     before = {_name(a) for a in previous_allocations}
     after = {_name(a) for a in new_state_allocations}
-    return {"added": sorted(after - before), "removed": sorted(before - after),
-            "unchanged": sorted(before & after)}
+    changed = set(resized) & before
+    return {"added": sorted(after - before - changed), "removed": sorted(before - after - changed),
+            "resized": sorted(changed), "unchanged": sorted((before & after) - changed)}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support import cli
 
-from compiler.apply import apply_paths, default_state_path
+from compiler.apply import apply_paths
 from compiler.domain.naming import allocation_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,8 +33,11 @@ PROD_TRAINING = "examples/pipelines/prod-training.yaml"
 
 
 
+NOW = "2026-11-23T03:00:00Z"
+
+
 def apply(*extra: str):
-    return cli("apply", *INPUTS, "--output-dir", "deploy", *extra)
+    return cli("apply", *INPUTS, "--output-dir", "deploy", "--now", NOW, *extra)
 
 
 def stale_lines(result) -> list[str]:
@@ -77,9 +80,13 @@ def state() -> dict:
 
 # --- what apply writes ----------------------------------------------------------------------
 
-def test_default_state_path_is_beside_the_output_dir(tmp_path):
-    assert default_state_path(str(tmp_path / "out" / "deploy")) == str(tmp_path / "out" / "poolc.state.json")
-    assert default_state_path(str(tmp_path / "deploy") + "/") == str(tmp_path / "poolc.state.json")
+def test_plan_and_apply_read_one_default_state(platform):
+    """Both default to poolc.state.json in the working directory: the same
+    command line plans against the same world."""
+    assert apply().exit_code == 0
+    assert (platform / "poolc.state.json").is_file() and not (platform / "deploy" / "poolc.state.json").exists()
+    planned = cli("plan", "examples", "--format", "json", "--detailed-exitcode")
+    assert planned.exit_code == 0, planned.output
 
 
 def test_apply_writes_every_target_and_the_state(platform):
@@ -124,7 +131,8 @@ def test_state_records_admitted_steps_and_the_preempted_config_allocation(platfo
     train = next(a for a in saved["allocations"]
                  if a["metadata"]["name"] == allocation_name("prod-training/train_model"))
     assert train["spec"] == {"subject": "prod-k8s", "pool": "datacenter-one", "preemptible": False,
-                             "holds": {"gpu": 4, "mcpu": 32000, "memory_mb": 274878, "step_run": 1}}
+                             "holds": {"gpu": 4, "mcpu": 32000, "memory_mb": 274878, "step_run": 1},
+                             "started_at": NOW}
     queued = [allocation_name(s) for s in ("research-sweep/sweep_lr_03", "llm-finetune/quantize_adapter")]
     assert not set(queued) & {a["metadata"]["name"] for a in saved["allocations"]}
 
@@ -425,7 +433,7 @@ def test_apply_refuses_while_another_process_holds_the_lock(platform):
         result = apply()
         assert result.exit_code == 1
         lock = str(platform / "poolc.state.json.lock")
-        assert lock in result.stderr and str(holder.pid) in result.stderr
+        assert "poolc.state.json.lock" in result.stderr and str(holder.pid) in result.stderr
         assert "Traceback" not in result.stderr
         after = snapshot(platform)
         assert after.pop("poolc.state.json.lock") and after == before

@@ -125,9 +125,13 @@ def test_detailed_exitcode_2_with_changes_then_0_after_apply(platform):
         again = cli("plan", "examples", "--state", "poolc.state.json", "--strategy", strategy,
                     "--detailed-exitcode")
         assert again.exit_code == 0, (strategy, again.output)
-        assert "0 new allocations, 0 preempted" in again.stdout
-    # without the state, the plan would start over: changes again
-    assert cli("plan", "examples", "--strategy", "zenml", "--detailed-exitcode").exit_code == 2
+        assert "allocations: 0 new, 0 removed, 0 resized" in again.stdout
+    # the default state is the one apply wrote: the same command line plans the same world
+    assert cli("plan", "examples", "--strategy", "zenml", "--detailed-exitcode").exit_code == 0
+    # a state file that does not exist is said in one line, and planned as empty: changes again
+    fresh = cli("plan", "examples", "--state", "other.state.json", "--strategy", "zenml", "--detailed-exitcode")
+    assert fresh.exit_code == 2
+    assert fresh.stderr.count("no state file other.state.json") == 1
 
 
 def test_plan_bytes_do_not_depend_on_the_hash_seed(platform):

@@ -205,8 +205,12 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
                    "free": {"gpu": 1, "step_run": 7}}],
         "diagnostics": diagnostics,
         "solver": {"strategy": "optimal", "status": "OPTIMAL", "objective": [1, 2, 1, 1, 15, 0, 0], "gap": 0.0},
-        "changes": {"added": ["research--probe", "train--eval", "train--train"], "removed": ["sweep-old"],
-                    "unchanged": []},
+        "changes": {"allocations": {"added": ["research--probe", "train--eval", "train--train"],
+                                    "removed": ["sweep-old"], "resized": [], "unchanged": []},
+                    "files": [{"path": path, "action": "create"} for path in sorted(result.files)],
+                    "state": "create"},
+        "inputs": {"Allocation/sweep-old": result.plan.inputs["Allocation/sweep-old"],
+                   **{key: value for key, value in result.plan.inputs.items() if key != "Allocation/sweep-old"}},
         # Kueue, replaying what apply writes for this plan, does the same
         "runtime": {"engine": "kueue", "agrees": True, "differences": []},
     }
@@ -214,8 +218,8 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
     assert json.loads(text) == expected
     assert text == json.dumps(expected, indent=2, sort_keys=True) + "\n"
     assert result.plan.inputs_digest.startswith("sha256:") and len(result.plan.inputs_digest) == 71
-    assert result.changes == {"added": ["research--probe", "train--eval", "train--train"],
-                              "removed": ["sweep-old"], "unchanged": []}
+    assert result.changes["allocations"] == {"added": ["research--probe", "train--eval", "train--train"],
+                                             "removed": ["sweep-old"], "resized": [], "unchanged": []}
     assert result.changed and not result.ok
 
 
@@ -402,8 +406,8 @@ def test_text_plan(tmp_path, monkeypatch):
         "  adhoc/notebook  adhoc-k8s  outside every pool\n",
         "Preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority 100) on gpu; "
         "it borrowed gpu=4 above policy\n      research's reserved share\n",
-        "Changes against the state\n  3 new allocations, 1 preempted, 0 unchanged\n  + research--probe\n"
-        "  + train--eval\n  + train--train\n  - sweep-old\n",
+        "Changes\n  allocations: 3 new, 1 removed, 0 resized, 0 unchanged\n  + research--probe\n"
+        "  + train--eval\n  + train--train\n  - sweep-old\n  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):
         assert block in text
     coloured = render_plan(result.plan, color=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import os
 import subprocess
@@ -44,7 +45,8 @@ def test_allocation_names_are_dns_labels_and_distinct():
 
 
 def test_missing_state_is_empty(tmp_path):
-    assert read_state(str(tmp_path / "nope.json")) == ([], {}, None, [], [])
+    state = read_state(str(tmp_path / "nope.json"))
+    assert state[:5] == ([], {}, None, [], []) and state.missing and state.ok
 
 
 def test_round_trip(tmp_path, monkeypatch):
@@ -63,7 +65,7 @@ def test_round_trip(tmp_path, monkeypatch):
     write_state(path, state)
     text = Path(path).read_text(encoding="utf-8")
     assert text == dump_state(state) and text.endswith("}\n")
-    allocations, files, digest, diagnostics, _ = read_state(path)
+    allocations, files, digest, diagnostics, _ = read_state(path)[:5]
     assert diagnostics == []
     assert digest == result.plan.inputs_digest and files == {"kueue/dc.yaml": "sha256:ab"}
     assert [a.model_dump(mode="json", exclude_none=True) for a in allocations] == state["allocations"]
@@ -76,33 +78,38 @@ def test_planning_again_after_apply_changes_nothing(tmp_path, monkeypatch):
     files = {k: v for k, v in FILES.items() if k != "running.yaml"}
     monkeypatch.chdir(write_platform(tmp_path, files))
     path = str(tmp_path / "poolc.state.json")
-    first = plan_paths(["."], strategy=greedy, state_file=path)
-    assert first.changes["added"] == ["research--probe", "train--eval", "train--train"]
-    write_state(path, first.new_state)
-    second = plan_paths(["."], strategy=greedy, state_file=path)
-    assert second.changes == {"added": [], "removed": [],
-                              "unchanged": ["research--probe", "train--eval", "train--train"]}
+    first = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T03:00:00Z")
+    assert first.changes["allocations"]["added"] == ["research--probe", "train--eval", "train--train"]
+    Path(path).write_text(first.state_text, encoding="utf-8")
+    second = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T04:00:00Z")
+    assert second.changes["allocations"] == {"added": [], "removed": [], "resized": [],
+                                             "unchanged": ["research--probe", "train--eval", "train--train"]}
+    assert second.changes["files"] == [] and second.changes["state"] is None
     assert not second.changed
-    assert second.new_state["allocations"] == first.new_state["allocations"]
+    assert new_state(second)["allocations"] == new_state(first)["allocations"]
     assert [r.id for r in second.problem.requests] == ["adhoc/notebook", "train/huge", "train/fixed"]
     train = next(r for r in second.plan.requests if r.id == "train/train")
     assert (train.status, train.pool, train.policy, train.running) == ("allocated", "dc", "prod", "train--train")
     assert train.message == "already running as allocation train--train; allocated within reserved share"
     assert second.plan.inputs_digest != first.plan.inputs_digest   # the state is an input of a plan ...
-    assert second.new_state["inputs_digest"] == first.new_state["inputs_digest"]   # ... not of the state
+    assert new_state(second)["inputs_digest"] == new_state(first)["inputs_digest"]   # ... not of the state
+
+
+def new_state(result) -> dict:
+    return json.loads(result.state_text)
 
 
 def test_state_text_is_a_fixed_point_after_apply(tmp_path, monkeypatch):
-    """`apply` then `apply --check`: the state it would write is the one on disk."""
+    """`apply` then `apply --check`: the state it would write is the one on disk,
+    and it records the digest of every file apply would write."""
     monkeypatch.chdir(write_platform(tmp_path))
     path = str(tmp_path / "poolc.state.json")
-    generated = {"kueue/dc.yaml": "kind: ClusterQueue\n"}
-    first = plan_paths(["."], strategy=greedy, state_file=path)
-    Path(path).write_text(first.state_text(generated), encoding="utf-8")
-    again = plan_paths(["."], strategy=greedy, state_file=path)
-    assert again.previous_state_files == {
-        "kueue/dc.yaml": "sha256:" + hashlib.sha256(b"kind: ClusterQueue\n").hexdigest()}
-    assert again.state_text(generated) == Path(path).read_text(encoding="utf-8")
+    first = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T03:00:00Z")
+    Path(path).write_text(first.state_text, encoding="utf-8")
+    again = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T05:00:00Z")
+    assert again.previous_state_files == {p: "sha256:" + hashlib.sha256(t.encode()).hexdigest()
+                                          for p, t in first.files.items()}
+    assert again.state_text == Path(path).read_text(encoding="utf-8")
     assert not again.changed and again.plan.diagnostics_list() == list(again.plan.diagnostics)
 
 
@@ -124,17 +131,17 @@ def test_running_step_preempted_is_queued_again(tmp_path, monkeypatch):
     probe_step = next(r for r in result.plan.requests if r.id == "research/probe")
     assert probe_step.status == "queued" and probe_step.running == "research--probe"
     assert probe_step.message.startswith("its running allocation research--probe is preempted for train/train")
-    assert "research--probe" in result.changes["removed"]
+    assert "research--probe" in result.changes["allocations"]["removed"]
 
 
 def test_state_of_a_plan_keeps_unpreempted_allocations(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path))
-    result = plan_paths(["."], strategy=greedy)
-    names = [a["metadata"]["name"] for a in result.new_state["allocations"]]
+    result = plan_paths(["."], strategy=greedy, now="2026-11-23T03:00:00Z")
+    names = [a["metadata"]["name"] for a in new_state(result)["allocations"]]
     assert names == ["research--probe", "sweep-old", "train--eval"]
-    kept = result.new_state["allocations"][1]
+    kept = new_state(result)["allocations"][1]
     assert kept["spec"]["started_at"] == "2026-01-01T00:00:00Z"       # copied as it was
-    assert "started_at" not in result.new_state["allocations"][0]["spec"]  # no wall-clock time
+    assert new_state(result)["allocations"][0]["spec"]["started_at"] == "2026-11-23T03:00:00Z"  # the apply's time
 
 
 # --- broken state files -----------------------------------------------------------------
@@ -142,7 +149,7 @@ def test_state_of_a_plan_keeps_unpreempted_allocations(tmp_path, monkeypatch):
 def test_malformed_json_is_a_diagnostic(tmp_path):
     path = tmp_path / "s.json"
     path.write_text('{\n  "format_version": 1,\n  "allocations": [\n    {"kind": }\n  ]\n}\n', encoding="utf-8")
-    allocations, files, digest, diagnostics, _ = read_state(str(path))
+    allocations, files, digest, diagnostics, _ = read_state(str(path))[:5]
     assert allocations == [] and digest is None
     [problem] = diagnostics
     assert (problem.file, problem.line, problem.column, problem.rule) == (str(path), 4, 14, "Y002")
@@ -158,7 +165,7 @@ def test_invalid_allocation_points_at_its_field(tmp_path):
     path.write_text(dump_state({"format_version": 1, "inputs_digest": "sha256:x", "files": {},
                                 "allocations": [bad, good, other, good]}), encoding="utf-8")
     lines = path.read_text(encoding="utf-8").splitlines()
-    allocations, _, digest, diagnostics, _ = read_state(str(path))
+    allocations, _, digest, diagnostics, _ = read_state(str(path))[:5]
     assert [a.metadata.name for a in allocations] == ["good"] and digest == "sha256:x"
     rules = sorted((x.rule, x.line) for x in diagnostics)
     assert [r for r, _ in rules] == ["N001", "S003", "S004"]
@@ -197,7 +204,9 @@ def test_plan_with_a_broken_state_reports_it(tmp_path, monkeypatch):
 def test_changes():
     before = [alloc("a"), alloc("b")]
     after = [alloc("b").model_dump(mode="json"), {"metadata": {"name": "c"}}]
-    assert changes(before, after) == {"added": ["c"], "removed": ["a"], "unchanged": ["b"]}
+    assert changes(before, after) == {"added": ["c"], "removed": ["a"], "resized": [], "unchanged": ["b"]}
+    assert changes(before, after, resized=["b"]) == {"added": ["c"], "removed": ["a"], "resized": ["b"],
+                                                     "unchanged": []}
 
 
 # --- the lock ---------------------------------------------------------------------------

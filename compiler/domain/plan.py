@@ -90,6 +90,17 @@ class SolverInfo:
 
 
 @dataclass(frozen=True)
+class FileChange:
+    """A generated file the plan would create, update or delete."""
+
+    path: str         # relative to the output directory
+    action: str       # create | update | delete
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "action": self.action}
+
+
+@dataclass(frozen=True)
 class RuntimeDifference:
     """A request or running allocation for which the cluster will do otherwise."""
 
@@ -132,8 +143,12 @@ class Plan:
     solver: SolverInfo
     # What the plan changes against what runs (allocation names added / removed /
     # unchanged), set by compiler.plan.
-    changes: dict[str, list[str]] | None = None
+    # What the plan changes: {"allocations": {added, removed, resized, unchanged},
+    # "files": [{path, action}], "state": create | update | null}.
+    changes: dict[str, Any] | None = None
     runtime: Runtime | None = None
+    finished: tuple[str, ...] = ()            # steps released as finished, not requested again
+    inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
 
     def diagnostics_list(self) -> list[Diagnostic]:
         """Validation and state diagnostics, in report order."""
@@ -154,6 +169,8 @@ class Plan:
             "solver": self.solver.as_dict(),
             **({"changes": self.changes} if self.changes is not None else {}),
             **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
+            **({"finished": list(self.finished)} if self.finished else {}),
+            **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
         }
 
 
@@ -253,7 +270,15 @@ def _plan_from_dict(data: Any) -> Plan:
         pools=pools, diagnostics=diagnostics,
         solver=SolverInfo(strategy, _need(solver, "status", str, "solver"), tuple(objective),
                           float(_need(solver, "gap", (int, float), "solver"))),
-        changes=changes if isinstance(changes, dict) else None, runtime=runtime)
+        changes=changes if isinstance(changes, dict) else None, runtime=runtime,
+        finished=tuple(x for x in data.get("finished", []) if isinstance(x, str)),
+        inputs=_ints_or_strs(data.get("inputs")))
+
+
+def _ints_or_strs(data: Any) -> dict[str, str] | None:
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        return None
+    return dict(data)
 
 
 def _runtime_from_dict(data: dict) -> Runtime:

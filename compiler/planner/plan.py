@@ -39,18 +39,28 @@ from .explain import (
 from .solution import Solution
 
 
+def input_digests(config: Config, state_allocations: Iterable[Allocation] = ()) -> dict[str, str]:
+    """``<Kind>/<name>`` (and ``state/<allocation>``) -> 16 hex digits of that input
+    as canonical JSON: its model, defaults filled in, so ``priority: 0`` written or
+    omitted is the same; file paths, comments, key order and YAML style do not
+    enter it. A stale plan can so name the input that changed."""
+    found = {}
+    for kind in KINDS:
+        for name, entry in config.by_kind(kind).items():
+            found[f"{kind}/{name}"] = _digest(entry.obj.model_dump(mode="json", exclude_none=True))
+    for allocation in state_allocations:
+        found[f"state/{allocation.metadata.name}"] = _digest(allocation.model_dump(mode="json", exclude_none=True))
+    return dict(sorted(found.items()))
+
+
+def _digest(document: object) -> str:
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:16]
+
+
 def inputs_digest(config: Config, state_allocations: Iterable[Allocation] = ()) -> str:
-    """sha256 of the validated inputs as canonical JSON: every document's model
-    (defaults filled in, so ``priority: 0`` written or omitted is the same) sorted by
-    (kind, name), plus the state's allocations by name. File paths, comments, key
-    order and YAML style do not enter it."""
-    documents = [entry.obj.model_dump(mode="json", exclude_none=True)
-                 for kind in KINDS for entry in config.by_kind(kind).values()]
-    documents.sort(key=lambda doc: (doc["kind"], doc["metadata"]["name"]))
-    state = sorted((a.model_dump(mode="json", exclude_none=True) for a in state_allocations),
-                   key=lambda doc: doc["metadata"]["name"])
-    canonical = json.dumps({"documents": documents, "state": state}, sort_keys=True,
-                           separators=(",", ":"), ensure_ascii=True)
+    """sha256 of every input's digest (``input_digests``)."""
+    canonical = json.dumps(input_digests(config, state_allocations), sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 

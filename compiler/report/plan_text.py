@@ -83,16 +83,50 @@ def _preemptions(console: Console, plan: Plan) -> None:
     console.print()
 
 
-def _changes(console: Console, changes: Mapping[str, list[str]]) -> None:
-    added, removed, unchanged = changes["added"], changes["removed"], changes["unchanged"]
-    console.print(Text("Changes against the state", style="bold underline"))
-    console.print(f"  {len(added)} new allocations, {len(removed)} preempted, {len(unchanged)} unchanged")
+_FILE_SIGN = {"create": ("+", "green"), "delete": ("-", "red"), "update": ("~", "yellow")}
+# A pull request with a thousand new Jobs must not print a thousand diffs.
+MAX_DIFF_LINES = 40
+MAX_DIFFS = 20
+
+
+def _changes(console: Console, changes: Mapping, diffs: Mapping[str, str]) -> None:
+    allocations = changes.get("allocations", {})
+    added, removed = allocations.get("added", []), allocations.get("removed", [])
+    resized, unchanged = allocations.get("resized", []), allocations.get("unchanged", [])
+    files = changes.get("files", [])
+    console.print(Text("Changes", style="bold underline"))
+    console.print(f"  allocations: {len(added)} new, {len(removed)} removed, {len(resized)} resized, "
+                  f"{len(unchanged)} unchanged")
     for name in added:
         console.print(Text(f"  + {name}", style="green"))
     for name in removed:
         console.print(Text(f"  - {name}", style="red"))
-    for name in unchanged:
-        console.print(f"    {name}")
+    for name in resized:
+        console.print(Text(f"  ~ {name}", style="yellow"))
+    counts = {action: sum(1 for f in files if f["action"] == action) for action in _FILE_SIGN}
+    console.print(f"  generated files: {counts['create']} to create, {counts['update']} to update, "
+                  f"{counts['delete']} to delete")
+    for item in files:
+        sign, style = _FILE_SIGN[item["action"]]
+        console.print(Text(f"  {sign} {item['path']}", style=style))
+    shown = 0
+    for item in files:
+        diff = diffs.get(item["path"])
+        if not diff or shown >= MAX_DIFFS:
+            continue
+        shown += 1
+        lines = diff.splitlines()
+        for line in lines[:MAX_DIFF_LINES]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+            console.print(Text(f"    {line}", style=style))
+        if len(lines) > MAX_DIFF_LINES:
+            console.print(f"    ... {len(lines) - MAX_DIFF_LINES} more lines")
+    hidden = sum(1 for item in files if diffs.get(item["path"])) - shown
+    if hidden > 0:
+        console.print(f"  ... and the diffs of {hidden} more files")
+    state = changes.get("state")
+    console.print(f"  state: {'will be ' + ('created' if state == 'create' else 'updated') if state else 'unchanged'}")
+    console.print()
 
 
 def _runtime(console: Console, runtime: Runtime) -> None:
@@ -109,8 +143,10 @@ def _runtime(console: Console, runtime: Runtime) -> None:
     console.print()
 
 
-def render_plan(plan: Plan, *, color: bool) -> str:
-    """The text plan, as people read it in a terminal or a CI log."""
+def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = None) -> str:
+    """The text plan, as people read it in a terminal or a CI log; ``diffs``: the
+    unified diff of each generated file known on disk (`poolc plan` has them; a
+    saved plan does not)."""
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
                       force_terminal=color, no_color=not color, highlight=False, emoji=False,
                       soft_wrap=False, legacy_windows=False)
@@ -128,6 +164,6 @@ def render_plan(plan: Plan, *, color: bool) -> str:
     if plan.runtime is not None:
         _runtime(console, plan.runtime)
     if plan.changes is not None:
-        _changes(console, plan.changes)
+        _changes(console, plan.changes, diffs or {})
     text = console.export_text(styles=color)
     return "".join(line.rstrip() + "\n" for line in text.splitlines())
