@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
@@ -34,18 +33,37 @@ class ApplyResult:
     state_path: str = ""
     state_text: str = ""
     written: bool = False
+    recovered: str | None = None                       # what was done about an interrupted apply
+    kept: list[str] = field(default_factory=list)        # no longer generated, but changed by hand: left alone
 
     @property
     def ok(self) -> bool:
         return self.refused is None
 
 
-def _read(path: str) -> str | None:
+def _read(path: str, limit: int = 64 << 20) -> str | None:
+    """A regular file's text, or None: never blocks on a FIFO or reads a device forever."""
+    import stat
+
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(limit + 1)
+        return raw.decode("utf-8") if len(raw) <= limit else None
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
+
+
+def _bounded_int(digits: str) -> int:
+    """JSON integers above 40 digits are nonsense here, and int() refuses 4,300: a stand-in."""
+    return int(digits) if len(digits) <= 40 else 10**40
 
 
 def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
@@ -53,7 +71,7 @@ def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
     if text is None:
         return None, f"cannot read plan file {plan_file}"
     try:
-        saved = json.loads(text)
+        saved = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         return None, f"{plan_file}:{exc.lineno}:{exc.colno}: not a plan file: {exc.msg}"
     except RecursionError:
@@ -75,8 +93,12 @@ def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
 
 def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_file: str | None = None,
                 check: bool = False, progress: Callable[[str], None] | None = None) -> ApplyResult:
-    """Plan, render and (unless ``check``) write; see the module docstring."""
+    """Plan, render and (unless ``check``) write; see the module docstring.
+
+    Under the lock, an interrupted earlier apply is first finished or undone
+    (compiler.transaction), so every run starts from an old-or-new tree."""
     from .lock import state_lock
+    from .transaction import pending_journal
 
     result = ApplyResult(state_path=state_file or default_state_path(output_dir))
     saved = None
@@ -85,17 +107,38 @@ def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_f
         if problem:
             result.refused = problem
             return result
-    lock = nullcontext() if check else state_lock(result.state_path)
-    with lock:
+    if check:
         _compute(result, paths, output_dir, saved, progress)
-        if result.ok and not check and result.stale:
-            from .transaction import write_transaction
-
-            # one transaction: the files and the state change together or not at all
-            write_transaction(output_dir, result.files, result.removed,
-                              outside={os.path.abspath(result.state_path): result.state_text})
-            result.written = True
+        journal = pending_journal(result.state_path)
+        if result.ok and journal is not None:
+            result.stale.append(journal)   # an interrupted apply: the next apply finishes or undoes it
+        return result
+    with state_lock(result.state_path):
+        _recover(result, output_dir)
+        _compute(result, paths, output_dir, saved, progress)
+        if result.ok and result.stale:
+            _commit(result, output_dir)
     return result
+
+
+def _recover(result: ApplyResult, output_dir: str) -> None:
+    from .transaction import recover
+
+    done = recover(output_dir, result.state_path)
+    if done:
+        result.recovered = done
+
+
+def _commit(result: ApplyResult, output_dir: str) -> None:
+    """One transaction: the files and the state change together or not at all."""
+    from .state import read_state
+    from .transaction import write_transaction
+
+    previous = read_state(result.state_path).files
+    remove = {path: previous[path] for path in result.removed if path in previous}
+    outcome = write_transaction(output_dir, result.files, remove, result.state_path, result.state_text)
+    result.kept = outcome.kept
+    result.written = True
 
 
 def _compute(result: ApplyResult, paths, output_dir: str, saved: dict | None, progress) -> None:

@@ -28,9 +28,11 @@ def guarded(fn):
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
-        except KeyboardInterrupt:
-            click.echo("poolc: interrupted", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            name = getattr(exc, "name", "SIGINT")
+            click.echo(f"poolc: interrupted by {name}; nothing was changed (an apply in progress was "
+                       "rolled back)", err=True)
+            sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             if os.environ.get("POOLC_DEBUG"):
                 raise
@@ -63,6 +65,9 @@ color_option = click.option("--no-color", is_flag=True, help="Never use colour (
 @click.version_option(__version__, prog_name="poolc")
 def main() -> None:
     """poolc: policy-as-code compiler and validator for shared ML compute pools."""
+    from .signals import install
+
+    install()   # Ctrl-C and SIGTERM become one exception that apply rolls back on
 
 
 @main.command()
@@ -165,7 +170,11 @@ def plan(paths, state_file, strategy, out_file, fmt, detailed_exitcode, verbose,
         click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
     plan_json = to_json(result.plan)
     if out_file:
-        write_atomic(out_file, plan_json)
+        try:
+            write_atomic(out_file, plan_json)
+        except OSError as exc:
+            click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_FINDINGS)
     if fmt == "json":
         click.echo(plan_json, nl=False)
     else:
@@ -206,17 +215,20 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
     """
     from .apply import apply_paths
     from .lock import StateLockError
+    from .transaction import JournalError
 
     try:
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
                              check=check, progress=_progress(quiet))
-    except StateLockError as exc:
+    except (StateLockError, JournalError) as exc:
         click.echo(f"poolc: {exc}", err=True)
         sys.exit(EXIT_FINDINGS)
     except OSError as exc:  # disk full, permissions: the transaction has rolled back
         click.echo(f"poolc: apply failed and changed nothing: {exc.strerror or exc}"
                    + (f": {exc.filename}" if exc.filename else ""), err=True)
         sys.exit(EXIT_FINDINGS)
+    if result.recovered:
+        click.echo(f"poolc: {result.recovered}", err=True)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
         click.echo(f"poolc: nothing applied: {result.refused}", err=True)
@@ -232,7 +244,10 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
         sys.exit(EXIT_OK)
     if not quiet:
         for path in result.stale:
-            click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
+            if path in result.kept:
+                click.echo(f"kept: {path} (no longer generated, but changed since poolc wrote it)")
+            else:
+                click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
     sys.exit(EXIT_OK)
