@@ -7,13 +7,26 @@ one line on stderr and exit 3.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
-import click
 
-from . import __version__
+def _interrupted_hook(kind, value, traceback, _previous=sys.excepthook):  # noqa: ANN001 - sys.excepthook's shape
+    """Ctrl-C while the modules are still being imported: one line, no traceback."""
+    if issubclass(kind, KeyboardInterrupt):
+        sys.stderr.write("poolc: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+    _previous(kind, value, traceback)
+
+
+sys.excepthook = _interrupted_hook  # before the imports below, which take a while
+
+import functools  # noqa: E402
+
+import click  # noqa: E402
+
+from . import __version__  # noqa: E402
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 FORMATS = ["text", "json", "github", "sarif"]
@@ -30,8 +43,8 @@ def guarded(fn):
             raise
         except KeyboardInterrupt as exc:
             name = getattr(exc, "name", "SIGINT")
-            click.echo(f"poolc: interrupted by {name}; nothing was changed (an apply in progress was "
-                       "rolled back)", err=True)
+            click.echo(f"poolc: interrupted by {name}; whatever apply had begun to write was rolled back",
+                       err=True)
             sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             if os.environ.get("POOLC_DEBUG"):
