@@ -48,15 +48,16 @@ _points = [0]
 
 
 def _point(label: str) -> None:
-    """Called before every change to the disk. POOLC_TEST_KILL_AT=N kills the process
-    with SIGKILL at the N-th one, POOLC_TEST_TRACE=file lists them (the kill harness)."""
+    """Called before every change to the disk. POOLC_TEST_KILL_AT=N sends the process
+    SIGKILL (or POOLC_TEST_SIGNAL, e.g. SIGTERM) at the N-th one, POOLC_TEST_TRACE=file
+    lists them: the kill harness of tests/test_kill.py."""
     _points[0] += 1
     trace = os.environ.get("POOLC_TEST_TRACE")
     if trace:
         with open(trace, "a", encoding="utf-8") as handle:
             handle.write(f"{_points[0]} {label}\n")
     if os.environ.get("POOLC_TEST_KILL_AT") == str(_points[0]):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, os.environ.get("POOLC_TEST_SIGNAL", "SIGKILL")))
 
 
 # --- the journal ---------------------------------------------------------------------------
