@@ -164,7 +164,7 @@ def test_sigkill_at_every_step_of_the_commit_leaves_old_or_new(scenario, tmp_pat
 def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
     """Killed in the middle of the commit, then killed again at every step of the recovery."""
     labels = scenario.labels
-    cut = [i for i, label in enumerate(labels, start=1) if label.startswith("rename ")][3]
+    cut = [i for i, label in enumerate(labels, start=1) if label.startswith("rename kubernetes/")][3]
     probe = scenario.copy(tmp_path / "probe")
     assert run_apply(probe, {"POOLC_TEST_KILL_AT": str(cut)}).returncode == -signal.SIGKILL
     trace = probe / "trace"
@@ -241,7 +241,7 @@ def test_an_error_at_every_step_rolls_back_or_completes(scenario, tmp_path, monk
 
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-@pytest.mark.parametrize("where", ["write temp", "rename ", "unlink kubernetes"])
+@pytest.mark.parametrize("where", ["write temp", "rename kueue/", "unlink kubernetes/"])
 def test_sigterm_and_ctrl_c_roll_back_and_say_so(scenario, tmp_path, signame, where):
     """The signal lands while staging, or after the commit point (held back, then rolled back);
     SIGINT after the optimal solve too, although the solver resets its handler."""
@@ -274,7 +274,7 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
 
 def test_check_reports_an_interrupted_apply(scenario, tmp_path):
     root = scenario.copy(tmp_path / "check")
-    n = next(i for i, label in enumerate(scenario.labels, start=1) if label.startswith("rename "))
+    n = next(i for i, label in enumerate(scenario.labels, start=1) if label.startswith("rename kueue/"))
     assert run_apply(root, {"POOLC_TEST_KILL_AT": str(n)}).returncode == -signal.SIGKILL
     check = run_apply(root, {}, "--check")
     assert check.returncode == 1 and ".journal" in check.stdout
