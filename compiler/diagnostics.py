@@ -116,3 +116,5 @@ R006 = rule("R006", "error", "step fits no allowed SageMaker instance type", "re
 
 A001 = rule("A001", "warning", "running allocation of a subject with no policy on its pool", "state")
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")
+N003 = rule("N003", "error", "two steps or pools map to one generated file, allocation or job name", "names")
+P007 = rule("P007", "error", "quantity too large to plan (above 10^15 in its unit)", "pools")

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from . import diagnostics as d
+from . import jsonpos
 from .config import build_config
 from .diagnostics import Diagnostic
 from .domain.naming import allocation_name
-from . import jsonpos
 from .jsonpos import JsonScan
 from .load import Document, Span
 from .model import Allocation
