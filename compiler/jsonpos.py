@@ -48,6 +48,7 @@ class Positions:
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_int=bounded_int)
+_scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - public, but missing from the stubs
 
 
 class JsonScan:
@@ -69,7 +70,7 @@ class JsonScan:
     def _key(self, i: int, path: tuple) -> tuple[tuple, int]:
         """The key at ``i`` (a string) of the object at ``path``; returns the child path and
         the offset of its value."""
-        key, end = json.decoder.scanstring(self.text, i + 1)
+        key, end = _scanstring(self.text, i + 1)
         child = path + (key,)
         if child in self.keys:
             self.duplicates.append((key, self.pos.span(i, end)))

@@ -99,7 +99,9 @@ _TAG = "tag:yaml.org,2002:"
 class _HugeInt(int):
     """Stands in for an integer too long to convert; compares as very large."""
 
-    def __new__(cls, digits: str):
+    digits: int
+
+    def __new__(cls, digits: str) -> _HugeInt:
         value = super().__new__(cls, 10**40 * (-1 if digits.startswith("-") else 1))
         value.digits = len(digits.lstrip("+-"))
         return value
@@ -457,8 +459,8 @@ def load_file(path: str, budget: _Budget | None = None) -> tuple[list[Document],
             return [], [_error_at(path, d.Y007, f"the files given add up to more than {MAX_TOTAL_BYTES} bytes; "
                                   "poolc stops reading here (split the repository, or validate parts of it)")]
     text, problem = _decode(path, raw)
-    if problem:
-        return [], [problem]
+    if text is None:
+        return [], [problem] if problem else []
     documents, problems = load_text(path, text)
     if budget is not None:
         budget.documents += len(documents)
@@ -477,7 +479,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
     seen: set[str] = set()
     for given in paths:
         if os.path.isdir(given):
-            found = []
+            found: list[str] = []
             for root, dirs, names in os.walk(given):
                 dirs[:] = [x for x in dirs if not x.startswith(".")]
                 found.extend(os.path.join(root, n) for n in names if n.endswith(YAML_SUFFIXES))

@@ -193,6 +193,7 @@ def _interpret(path: str, root: dict, scan: JsonScan | None) -> StateRead:
         problems.append(top.diagnostic(d.S003, "files must map relative paths to \"sha256:...\" strings",
                                        ("files",)))
         files = {}
+    files = dict(files)   # pruned below; the data itself stays as read (it may be interpreted twice)
     for name in sorted(files):
         if not is_safe_relative(name):
             problems.append(top.diagnostic(d.S003, f"files lists {name!r}, which is not a relative path inside "

@@ -387,8 +387,12 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
         entries.append(Entry("out", relative, sha256_text(text), existing(out, relative) is not None))
         texts[("out", relative)] = text
     for relative, digest in sorted(remove.items()):
-        parts = split_relative(relative)
-        fd = out.open_dir(parts[:-1])
+        try:
+            parts = split_relative(relative)
+            fd = out.open_dir(parts[:-1])
+        except UnsafePath:   # through a link, or not a plain path: never removed
+            outcome.kept.append(relative)
+            continue
         if fd is None:
             continue
         try:

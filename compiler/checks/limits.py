@@ -9,10 +9,12 @@ not a plan. Caught here, with the file and line, before anything is solved.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from .. import diagnostics as d
+from ..config import Entry
 from ..diagnostics import Diagnostic
-from ..model import MAX_INT
+from ..model import MAX_INT, ResourceMap
 from . import Context, check
 
 _FIELD = {"mcpu": "cpu", "memory_mb": "memory"}
@@ -25,11 +27,12 @@ def _where(units_key: str, written: dict) -> str:
 @check
 def resource_maps(ctx: Context) -> Iterator[Diagnostic]:
     """P007: capacity, reserved and limit values must be at most 10^12 units once converted."""
-    tables = [(entry, "capacity", entry.obj.spec.capacity) for _, entry in sorted(ctx.config.pools.items())]
-    for _, entry in sorted(ctx.config.policies.items()):
-        tables.append((entry, "reserved", entry.obj.spec.reserved))
-        if entry.obj.spec.limit is not None:
-            tables.append((entry, "limit", entry.obj.spec.limit))
+    tables: list[tuple[Entry[Any], str, ResourceMap]] = [
+        (pool, "capacity", pool.obj.spec.capacity) for _, pool in sorted(ctx.config.pools.items())]
+    for _, policy in sorted(ctx.config.policies.items()):
+        tables.append((policy, "reserved", policy.obj.spec.reserved))
+        if policy.obj.spec.limit is not None:
+            tables.append((policy, "limit", policy.obj.spec.limit))
     for entry, field, resource_map in tables:
         written = entry.doc.data.get("spec", {}).get(field) or {}
         for key, value in sorted(resource_map.units().items()):
