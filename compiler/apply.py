@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
@@ -91,7 +91,7 @@ def _saved_plan(plan_file: str) -> tuple[dict | None, str | None]:
     return saved, None
 
 
-def apply_paths(paths, output_dir: str, *, state_file: str | None = None, plan_file: str | None = None,
+def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None, plan_file: str | None = None,
                 check: bool = False, progress: Callable[[str], None] | None = None) -> ApplyResult:
     """Plan, render and (unless ``check``) write; see the module docstring.
 

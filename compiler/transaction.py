@@ -96,6 +96,14 @@ def journal_path(state_path: str) -> str:
 
 
 def _parse_journal(path: str, text: str) -> Journal:
+    try:
+        return _journal_from(path, text)
+    except UnsafePath as exc:
+        raise JournalError(f"{path}: not a journal poolc can recover ({exc.strerror}); if no apply is "
+                           "running, check the output directory and the state by hand, then delete it") from None
+
+
+def _journal_from(path: str, text: str) -> Journal:
     def bad(why: str) -> JournalError:
         return JournalError(f"{path}: not a journal poolc can recover ({why}); if no apply is running, "
                             "check the output directory and the state by hand, then delete it")
