@@ -165,21 +165,22 @@ def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
     """Killed in the middle of the commit, then killed again at every step of the recovery."""
     labels = scenario.labels
     cut = [i for i, label in enumerate(labels, start=1) if label.startswith("rename kubernetes/")][3]
-    probe = scenario.copy(tmp_path / "probe")
-    assert run_apply(probe, {"POOLC_TEST_KILL_AT": str(cut)}).returncode == -signal.SIGKILL
-    trace = probe / "trace"
-    with chdir(probe):
-        os.environ["POOLC_TEST_TRACE"] = str(trace)
-        try:
-            recovered(probe)
-        finally:
-            del os.environ["POOLC_TEST_TRACE"]
+    killed = scenario.copy(tmp_path / "killed")
+    assert run_apply(killed, {"POOLC_TEST_KILL_AT": str(cut)}).returncode == -signal.SIGKILL
+    probe = tmp_path / "probe"
+    shutil.copytree(killed, probe, symlinks=True)
+    trace = tmp_path / "trace"
+    os.environ["POOLC_TEST_TRACE"] = str(trace)
+    try:
+        recovered(probe)
+    finally:
+        del os.environ["POOLC_TEST_TRACE"]
     steps = len(trace.read_text().splitlines())
     assert steps >= 20
     roots = []
     for m in range(1, steps + 1):
-        root = scenario.copy(tmp_path / f"re-{m}")
-        assert run_apply(root, {"POOLC_TEST_KILL_AT": str(cut)}).returncode == -signal.SIGKILL
+        root = tmp_path / f"re-{m}"
+        shutil.copytree(killed, root, symlinks=True)
         roots.append(root)
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(lambda mr: run_apply(mr[1], {"POOLC_TEST_KILL_AT": str(mr[0])}),
@@ -189,6 +190,8 @@ def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
         recovered(root)
         assert scenario.which(root) == "new" and leftovers(root) == [], m
         converge(scenario, root)
+    print(f"\nrecovery kill harness: killed at commit step {cut} ({labels[cut - 1]}), then at each of "
+          f"the {steps} steps of its recovery: all recovered to new")
 
 
 def _pending(scenario: Scenario, root: Path):
