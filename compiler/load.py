@@ -207,7 +207,7 @@ class _Builder:
         sources = merge.value if isinstance(merge, SequenceNode) else [merge]
         own_span = self.doc.values[path]
         for source in sources:
-            merged = self.build(source, path, depth)
+            merged = self.build(source, path, depth + 1)  # a chain of merges must not recurse unbounded
             if not isinstance(merged, dict):
                 raise _Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
             for key, value in merged.items():

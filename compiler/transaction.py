@@ -285,9 +285,9 @@ class Transaction:
                     continue
                 _unlink(fd, temp, f"unlink temp {entry.path}")
                 _unlink(fd, backup, f"unlink backup {entry.path}")
-            if entry.tree == "out" and (rollback or entry.new is None):
+            if entry.tree == "out" and entry.new is None and not rollback:   # emptied by a removal
                 emptied.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
-        if rollback:
+        if rollback:   # only what this transaction created: an empty directory of the user's stays
             emptied.update(self.journal.dirs)
         out = self.files.trees["out"]
         for relative in sorted(emptied, key=lambda p: (-p.count("/"), p)):

@@ -346,3 +346,32 @@ def test_apply_in_process_still_writes_through_a_symlinked_output_root(platform)
     (platform / "deploy").symlink_to("real")
     assert apply_paths(["examples"], "deploy").written
     assert (platform / "real" / "kueue" / "cpu-batch.yaml").is_file()
+
+
+def test_a_long_chain_of_merge_keys_is_a_depth_diagnostic():
+    chain = "".join(f"a{i}: &a{i} {{<<: *a{i - 1}}}\n" for i in range(1, 3000))
+    docs, problems = load.load_text("f.yaml", "apiVersion: poolc/v1\nkind: Pipeline\na0: &a0 {x: 1}\n" + chain)
+    assert docs == [] and [p.rule for p in problems] == ["Y006"]
+
+
+HOLDER = ("import sys, time\nfrom compiler.lock import state_lock\n"
+          "with state_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
+
+
+def test_a_holder_in_another_pid_namespace_keeps_the_lock(platform):
+    """Its pid means nothing here (1 or 2 in its namespace); the flock still counts."""
+    probe = subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare --pid is not permitted here")
+    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-c", HOLDER,
+                               str(platform / "poolc.state.json")], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert int(Path("poolc.state.json.lock").read_text(encoding="utf-8")) <= 2
+        result = apply()
+        assert result.exit_code == 1 and "locked" in result.stderr
+        assert not Path("deploy").exists()
+    finally:
+        holder.kill()
+        holder.wait()
