@@ -113,31 +113,6 @@ class Tree:
         finally:
             os.close(fd)
 
-    def read_text(self, relative: str, limit: int = 64 << 20) -> str | None:
-        """The text of a regular file below the root, or None (missing, a link, not UTF-8...)."""
-        try:
-            parts = split_relative(relative)
-            dir_fd = self.open_dir(parts[:-1])
-        except OSError:
-            return None
-        if dir_fd is None:
-            return None
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-        except OSError:
-            return None
-        finally:
-            os.close(dir_fd)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            raw = os.read(fd, limit + 1)
-            return raw.decode("utf-8") if len(raw) <= limit else None
-        except (OSError, UnicodeDecodeError):
-            return None
-        finally:
-            os.close(fd)
-
 
 def write_new(dir_fd: int, name: str, text: str) -> None:
     """Create ``name`` (which must not exist) holding ``text``, fsynced."""
