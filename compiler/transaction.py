@@ -76,8 +76,8 @@ class Entry:
 class Journal:
     id: str
     phase: str
-    output_dir: str
-    state: str
+    output_dir: str          # relative to the state's directory, so a moved checkout still recovers
+    state: str              # the state file's name, in the directory of the journal
     entries: list[Entry] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)   # directories created below the output dir
 
@@ -129,7 +129,7 @@ def _journal_from(path: str, text: str) -> Journal:
                 and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)):
             raise bad("an entry of the wrong shape")
         split_relative(e["path"])
-        if e["tree"] == "state" and e["path"] != os.path.basename(journal.state):
+        if e["tree"] == "state" and e["path"] != journal.state:
             raise bad("a state entry that is not the state file")
         journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"]))
     return journal
@@ -253,9 +253,16 @@ class Transaction:
                     if self.files.trees[entry.tree].lstat(fd, temp) is not None:
                         _point(f"rename {entry.path}")
                         os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-                elif _same_file(fd, name, backup):
+                elif _same_file(fd, name, backup) or self._same_bytes(entry, fd, name, backup):
                     _point(f"unlink {entry.path}")
                     os.unlink(name, dir_fd=fd)
+
+    def _same_bytes(self, entry: Entry, fd: int, name: str, backup: str) -> bool:
+        """The file still holds its backup's bytes: the backup's link was broken by copying the
+        checkout after a kill, yet the file is the one this transaction was to remove."""
+        tree = self.files.trees[entry.tree]
+        theirs = tree.digest(fd, backup)
+        return theirs is not None and tree.digest(fd, name) == theirs
 
     def backward(self) -> None:
         """Put back every file as it was before; idempotent."""
@@ -342,7 +349,10 @@ def recover(output_dir: str, state_path: str) -> str | None:
     with open(path, encoding="utf-8", errors="replace") as handle:
         text = handle.read(16 << 20)
     journal = _parse_journal(path, text)
-    if os.path.realpath(journal.output_dir) != os.path.realpath(output_dir):
+    if journal.state != os.path.basename(os.path.abspath(state_path)):
+        raise JournalError(f"{path}: the journal is for the state {journal.state!r}; delete it if no apply runs")
+    expected = os.path.join(os.path.dirname(os.path.abspath(state_path)), journal.output_dir)
+    if os.path.realpath(expected) != os.path.realpath(output_dir):
         raise JournalError(f"{path}: an interrupted apply into {journal.output_dir} is pending; run "
                            f"`poolc apply` with --output-dir {journal.output_dir} first to finish it")
     transaction = Transaction(output_dir, state_path, journal)
@@ -419,10 +429,11 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
                          existing(state_tree, state_name) is not None))
     texts[("state", state_name)] = state_text
 
-    journal = Journal(os.urandom(8).hex(), "prepare", os.path.abspath(output_dir),
-                      os.path.abspath(state_path), entries)
+    journal = Journal(os.urandom(8).hex(), "prepare", os.path.relpath(out.root, state_tree.root),
+                      state_name, entries)
     transaction = Transaction(output_dir, state_path, journal)
     signals.install()   # the solver may have replaced the SIGINT handler
+    signals.pending()   # forget a signal held back after an earlier transaction had finished
     try:
         transaction._write_journal("prepare")
         transaction.stage(texts)

@@ -143,8 +143,8 @@ def test_plan_out_into_an_unwritable_place_is_a_diagnostic(platform):
 
 def test_a_journal_planted_in_the_repository_cannot_aim_apply_elsewhere(platform):
     Path("poolc.state.json.journal").write_text(json.dumps({
-        "poolc_journal": 1, "id": "0" * 16, "phase": "commit", "output_dir": str(platform / "deploy"),
-        "state": str(platform / "poolc.state.json"), "dirs": [],
+        "poolc_journal": 1, "id": "0" * 16, "phase": "commit", "output_dir": "deploy",
+        "state": "poolc.state.json", "dirs": [],
         "entries": [{"tree": "out", "path": "../victim", "new": None, "backup": True}]}), encoding="utf-8")
     (platform / "victim").write_text("mine\n", encoding="utf-8")
     result = apply()
