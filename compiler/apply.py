@@ -35,6 +35,7 @@ class ApplyResult:
     written: bool = False
     recovered: str | None = None                       # what was done about an interrupted apply
     kept: list[str] = field(default_factory=list)        # no longer generated, but changed by hand: left alone
+    cleanup_error: str | None = None                   # applied; temp files left for the next run to remove
 
     @property
     def ok(self) -> bool:
@@ -137,7 +138,7 @@ def _commit(result: ApplyResult, output_dir: str) -> None:
     previous = read_state(result.state_path).files
     remove = {path: previous[path] for path in result.removed if path in previous}
     outcome = write_transaction(output_dir, result.files, remove, result.state_path, result.state_text)
-    result.kept = outcome.kept
+    result.kept, result.cleanup_error = outcome.kept, outcome.cleanup_error
     result.written = True
 
 

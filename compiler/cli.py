@@ -263,4 +263,7 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
                 click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
+    if result.cleanup_error:
+        click.echo(f"poolc: applied, but cleaning up failed ({result.cleanup_error}); the next apply "
+                   "finishes it", err=True)
     sys.exit(EXIT_OK)
