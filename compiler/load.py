@@ -341,7 +341,7 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     return None
 
 
-def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
+def load_text(file: str, text: str, max_documents: int | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
@@ -383,6 +383,8 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
                                            reject.rule.severity, reject.message))
                 continue
             documents.append(doc)
+            if max_documents is not None and len(documents) > max_documents:
+                break   # the caller reports the budget; composing the rest would only cost time
     except MarkedYAMLError as exc:
         if not ours:
             return [], []
@@ -461,7 +463,7 @@ def load_file(path: str, budget: _Budget | None = None) -> tuple[list[Document],
     text, problem = _decode(path, raw)
     if text is None:
         return [], [problem] if problem else []
-    documents, problems = load_text(path, text)
+    documents, problems = load_text(path, text, None if budget is None else MAX_DOCUMENTS - budget.documents)
     if budget is not None:
         budget.documents += len(documents)
         if budget.documents > MAX_DOCUMENTS:

@@ -375,3 +375,10 @@ def test_a_holder_in_another_pid_namespace_keeps_the_lock(platform):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_file_past_the_document_budget_is_not_composed_to_its_end():
+    doc = "apiVersion: poolc/v1\nkind: ResourcePool\nmetadata: {{name: p{i}}}\nspec: {{capacity: {{gpu: 1}}}}\n"
+    text = "---\n".join(doc.format(i=i) for i in range(50))
+    documents, _ = load.load_text("pools.yaml", text, max_documents=5)
+    assert len(documents) == 6
