@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,9 @@ class ApplyResult:
     state_text: str = ""
     written: bool = False
     plan: Plan | None = None                             # what the plan decided (for the report)
+    recovered: str | None = None                         # what was done about an interrupted apply
+    kept: list[str] = field(default_factory=list)        # no longer generated, but changed by hand: left alone
+    cleanup_error: str | None = None                     # applied; temp files left for the next run to remove
 
     def as_dict(self) -> dict:
         """The one JSON document `apply --format json` prints."""
@@ -51,6 +53,8 @@ class ApplyResult:
                 "rejected": [r.id for r in plan.requests if r.status == "rejected"],
                 "preempted": [p.id for p in plan.preempted],
             },
+            "kept": sorted(self.kept),
+            "recovered": self.recovered,
             "diagnostics": [x.as_dict() for x in self.diagnostics],
         }
 
@@ -59,12 +63,24 @@ class ApplyResult:
         return self.refused is None
 
 
-def _read(path: str) -> str | None:
+def _read(path: str, limit: int = 64 << 20) -> str | None:
+    """A regular file's text, or None: never blocks on a FIFO or reads a device forever."""
+    import stat
+
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(limit + 1)
+        return raw.decode("utf-8") if len(raw) <= limit else None
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
 
 
 def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:
@@ -88,6 +104,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     else the clock)."""
     from .lock import state_lock
     from .state import DEFAULT_STATE
+    from .transaction import pending_journal
 
     result = ApplyResult(state_path=state_file or DEFAULT_STATE)
     saved = None
@@ -96,17 +113,38 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
         if problem:
             result.refused = problem
             return result
-    lock = nullcontext() if check else state_lock(result.state_path)
-    with lock:
+    if check:
         _compute(result, paths, output_dir, saved, progress, strategy, now)
-        if result.ok and not check and result.stale:
-            from .transaction import write_transaction
-
-            # one transaction: the files and the state change together or not at all
-            write_transaction(output_dir, result.files, result.removed,
-                              outside={os.path.abspath(result.state_path): result.state_text})
-            result.written = True
+        journal = pending_journal(result.state_path)
+        if result.ok and journal is not None:
+            result.stale.append(journal)   # an interrupted apply: the next apply finishes or undoes it
+        return result
+    with state_lock(result.state_path):
+        _recover(result, output_dir)
+        _compute(result, paths, output_dir, saved, progress, strategy, now)
+        if result.ok and result.stale:
+            _commit(result, output_dir)
     return result
+
+
+def _recover(result: ApplyResult, output_dir: str) -> None:
+    from .transaction import recover
+
+    done = recover(output_dir, result.state_path)
+    if done:
+        result.recovered = done
+
+
+def _commit(result: ApplyResult, output_dir: str) -> None:
+    """One transaction: the files and the state change together or not at all."""
+    from .state import read_state
+    from .transaction import write_transaction
+
+    previous = read_state(result.state_path).files
+    remove = {path: previous[path] for path in result.removed if path in previous}
+    outcome = write_transaction(output_dir, result.files, remove, result.state_path, result.state_text)
+    result.kept, result.cleanup_error = outcome.kept, outcome.cleanup_error
+    result.written = True
 
 
 def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: Plan | None,

@@ -7,16 +7,29 @@ one line on stderr and exit 3.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import click
 
-from . import __version__
-from .domain.plan import STRATEGIES
+def _interrupted_hook(kind, value, traceback, _previous=sys.excepthook):  # type: ignore[no-untyped-def]  # noqa: ANN001
+    """Ctrl-C while the modules are still being imported: one line, no traceback."""
+    if issubclass(kind, KeyboardInterrupt):
+        sys.stderr.write("poolc: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+    _previous(kind, value, traceback)
+
+
+sys.excepthook = _interrupted_hook  # before the imports below, which take a while
+
+import functools  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import TYPE_CHECKING, Any, TypeVar, cast  # noqa: E402
+
+import click  # noqa: E402
+
+from . import __version__  # noqa: E402
+from .domain.plan import STRATEGIES  # noqa: E402
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -37,9 +50,11 @@ def guarded(fn: F) -> F:
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
-        except KeyboardInterrupt:
-            click.echo("poolc: interrupted", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            name = getattr(exc, "name", "SIGINT")
+            click.echo(f"poolc: interrupted by {name}; whatever apply had begun to write was rolled back",
+                       err=True)
+            sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             if os.environ.get("POOLC_DEBUG"):
                 raise
@@ -72,6 +87,9 @@ color_option = click.option("--no-color", is_flag=True, help="Never use colour (
 @click.version_option(__version__, prog_name="poolc")
 def main() -> None:
     """poolc: policy-as-code compiler and validator for shared ML compute pools."""
+    from .signals import install
+
+    install()   # Ctrl-C and SIGTERM become one exception that apply rolls back on
 
 
 @main.command()
@@ -191,7 +209,11 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         sys.exit(EXIT_FINDINGS)
     plan_json = to_json(result.plan)
     if out_file:
-        write_atomic(out_file, plan_json)
+        try:
+            write_atomic(out_file, plan_json)
+        except OSError as exc:
+            click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_FINDINGS)
     _print_plan(result, fmt, quiet, no_color)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
@@ -289,6 +311,7 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
 
     from .apply import apply_paths
     from .lock import StateLockError
+    from .transaction import JournalError
 
     if now is not None:
         from .model import parse_timestamp
@@ -301,13 +324,15 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     try:
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
                              check=check, progress=_progress(quiet), strategy=strategy, now=now)
-    except StateLockError as exc:
+    except (StateLockError, JournalError) as exc:
         click.echo(f"poolc: {exc}", err=True)
         sys.exit(EXIT_FINDINGS)
     except OSError as exc:  # disk full, permissions: the transaction has rolled back
         click.echo(f"poolc: apply failed and changed nothing: {exc.strerror or exc}"
                    + (f": {exc.filename}" if exc.filename else ""), err=True)
         sys.exit(EXIT_FINDINGS)
+    if result.recovered:
+        click.echo(f"poolc: {result.recovered}", err=True)
     failed = not result.ok or (check and bool(result.stale))
     if fmt == "json":
         click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
@@ -327,11 +352,17 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
         sys.exit(EXIT_OK)
     if not quiet:
         for path in result.stale:
-            click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
+            if path in result.kept:
+                click.echo(f"kept: {path} (no longer generated, but changed since poolc wrote it)")
+            else:
+                click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
         if result.plan is not None:
             click.echo(_decided(result.plan), err=True)
+    if result.cleanup_error:
+        click.echo(f"poolc: applied, but cleaning up failed ({result.cleanup_error}); the next apply "
+                   "finishes it", err=True)
     sys.exit(EXIT_OK)
 
 

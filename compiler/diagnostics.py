@@ -125,3 +125,5 @@ A001 = rule("A001", "warning", "running allocation of a subject with no policy o
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")
 
 T001 = rule("T001", "warning", "the cluster (Kueue) will do otherwise than the plan for this step", "targets")
+N003 = rule("N003", "error", "two steps or pools map to one generated file, allocation or job name", "names")
+P007 = rule("P007", "error", "quantity too large to plan (above 10^15 in its unit)", "pools")

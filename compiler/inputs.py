@@ -6,12 +6,18 @@ from collections.abc import Sequence
 
 from .config import Config
 from .domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
-from .model import Allocation, parse_timestamp
+from .model import MAX_INT, Allocation, parse_timestamp
 from .requests import StepRequest
 
 
+def _capped(units: dict[str, int]) -> dict[str, int]:
+    """A quantity converted past MAX_INT (``memory: 1e23PiB``) is a validation error (P007);
+    capped here so the planner, which may still run to show the plan, never overflows."""
+    return {k: min(v, MAX_INT) for k, v in units.items()}
+
+
 def pools_of(config: Config) -> tuple[Pool, ...]:
-    return tuple(Pool(name, entry.obj.spec.capacity.units()) for name, entry in sorted(config.pools.items()))
+    return tuple(Pool(name, _capped(entry.obj.spec.capacity.units())) for name, entry in sorted(config.pools.items()))
 
 
 def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...]:
@@ -25,8 +31,8 @@ def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...
         pool = pools.get(spec.pool)
         if pool is None:
             continue
-        reserved = {k: v for k, v in spec.reserved.units().items() if v > 0 and pool.metered(k)}
-        given = spec.limit.units() if spec.limit is not None else {}
+        reserved = {k: v for k, v in _capped(spec.reserved.units()).items() if v > 0 and pool.metered(k)}
+        given = _capped(spec.limit.units()) if spec.limit is not None else {}
         limit = {k: min(given.get(k, cap), cap) for k, cap in pool.capacity.items()}
         rules.append(PolicyRule(name, spec.subject, spec.pool, spec.priority, reserved, limit))
     return tuple(rules)
@@ -51,7 +57,7 @@ def problem_from_config(config: Config, requests: list[StepRequest],
     return Problem(
         pools=pools,
         policies=policies_of(config, by_name),
-        requests=tuple(Request(r.id, r.requester, r.demand, r.preemptible, rank)
+        requests=tuple(Request(r.id, r.requester, _capped(r.demand), r.preemptible, rank)
                        for rank, r in enumerate(requests) if r.requester is not None),
         running=tuple(a for a in running_of(allocations) if a.pool in by_name),
     )

@@ -1,36 +1,54 @@
 """Positions of every key and value of a JSON text, in the (path -> span) shape
 that compiler.load gives YAML documents, so a hand-edited JSON file (the state)
-gets diagnostics at the offending line and column."""
+gets diagnostics at the offending line and column.
+
+The scan is iterative (a state nested thousands deep cannot exhaust the stack)
+and linear in the text: the state is read on every apply and grows with the
+platform (benchmarks/state_read.py).
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from bisect import bisect_right
+from typing import Any
 
 from .load import Span
+
+MAX_INT_DIGITS = 40
+
+
+def bounded_int(digits: str) -> int:
+    """A JSON integer; above 40 digits (nonsense for poolc, and int() refuses 4,300)
+    a stand-in of 10**40 with the sign, so validation reports it as out of range."""
+    if len(digits.lstrip("-")) <= MAX_INT_DIGITS:
+        return int(digits)
+    return -(10**MAX_INT_DIGITS) if digits.startswith("-") else 10**MAX_INT_DIGITS
+
+
+def loads(text: str) -> Any:
+    """json.loads with bounded integers (raises ValueError, RecursionError like it)."""
+    return json.loads(text, parse_int=bounded_int)
 
 
 class Positions:
     """Character offset -> 1-based (line, column)."""
 
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def at(self, offset: int) -> tuple[int, int]:
-        lo, hi = 0, len(self.starts) - 1
-        while lo < hi:  # last line start <= offset
-            mid = (lo + hi + 1) // 2
-            if self.starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, offset - self.starts[lo] + 1
+        line = bisect_right(self.starts, offset) - 1
+        return line + 1, offset - self.starts[line] + 1
 
     def span(self, start: int, end: int) -> Span:
         return (*self.at(start), *self.at(end))
 
 
-_WS = " \t\n\r"
-_DECODER = json.JSONDecoder()
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(parse_int=bounded_int)
+_scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - public, but missing from the stubs
 
 
 class JsonScan:
@@ -43,36 +61,56 @@ class JsonScan:
         self.keys: dict[tuple, Span] = {}
         self.values: dict[tuple, Span] = {}
         self.duplicates: list[tuple[str, Span]] = []
-        self._value(0, ())
+        self._scan()
 
     def _skip(self, i: int) -> int:
-        while i < len(self.text) and self.text[i] in _WS:
-            i += 1
-        return i
+        match = _WS.match(self.text, i)
+        return match.end() if match else i
 
-    def _value(self, i: int, path: tuple) -> int:
-        start = i = self._skip(i)
-        opener = self.text[i]
-        if opener in "{[":
-            closer, index = ("}" if opener == "{" else "]"), 0
-            i = self._skip(i + 1)
-            while self.text[i] != closer:
-                if opener == "{":
-                    key_start = i
-                    key, i = json.decoder.scanstring(self.text, i + 1)
-                    child = path + (key,)
-                    if child in self.keys:
-                        self.duplicates.append((key, self.pos.span(key_start, i)))
-                    self.keys[child] = self.pos.span(key_start, i)
-                    i = self._skip(i) + 1  # past ':'
-                else:
-                    child = path + (index,)
-                    index += 1
-                i = self._skip(self._value(i, child))
-                if self.text[i] == ",":
+    def _key(self, i: int, path: tuple) -> tuple[tuple, int]:
+        """The key at ``i`` (a string) of the object at ``path``; returns the child path and
+        the offset of its value."""
+        key, end = _scanstring(self.text, i + 1)
+        child = path + (key,)
+        if child in self.keys:
+            self.duplicates.append((key, self.pos.span(i, end)))
+        self.keys[child] = self.pos.span(i, end)
+        return child, self._skip(self._skip(end) + 1)  # past ':'
+
+    def _scan(self) -> None:
+        text = self.text
+        stack: list[list[Any]] = []   # [closer, path, start, next index]
+        path: tuple = ()
+        i = self._skip(0)
+        while True:
+            start, opener = i, text[i]
+            if opener in "{[":
+                closer = "}" if opener == "{" else "]"
+                i = self._skip(i + 1)
+                if text[i] != closer:
+                    stack.append([closer, path, start, 1])
+                    if opener == "{":
+                        path, i = self._key(i, path)
+                    else:
+                        path = path + (0,)
+                    continue
+                i += 1
+            else:
+                _, i = _DECODER.raw_decode(text, i)
+            self.values[path] = self.pos.span(start, i)
+            while stack:   # close every collection that ends here
+                i = self._skip(i)
+                frame = stack[-1]
+                if text[i] == ",":
                     i = self._skip(i + 1)
-            i += 1
-        else:
-            _, i = _DECODER.raw_decode(self.text, i)
-        self.values[path] = self.pos.span(start, i)
-        return i
+                    if frame[0] == "}":
+                        path, i = self._key(i, frame[1])
+                    else:
+                        path = frame[1] + (frame[3],)
+                        frame[3] += 1
+                    break
+                i += 1
+                stack.pop()
+                self.values[frame[1]] = self.pos.span(frame[2], i)
+            else:
+                return

@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -101,7 +101,9 @@ _TAG = "tag:yaml.org,2002:"
 class _HugeInt(int):
     """Stands in for an integer too long to convert; compares as very large."""
 
-    def __new__(cls, digits: str):
+    digits: int
+
+    def __new__(cls, digits: str) -> _HugeInt:
         value = super().__new__(cls, 10**40 * (-1 if digits.startswith("-") else 1))
         value.digits = len(digits.lstrip("+-"))
         return value
@@ -207,7 +209,7 @@ class _Builder:
         sources = merge.value if isinstance(merge, SequenceNode) else [merge]
         own_span = self.doc.values[path]
         for source in sources:
-            merged = self.build(source, path, depth)
+            merged = self.build(source, path, depth + 1)  # a chain of merges must not recurse unbounded
             if not isinstance(merged, dict):
                 raise _Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
             for key, value in merged.items():
@@ -337,7 +339,34 @@ def _too_deep(text: str) -> int | None:
     return None
 
 
-def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
+_DEEP_INDENT = re.compile(r"^[ \t]{200,}", re.M)
+_INDICATOR_RUN = re.compile(r"(?:[-?:][ \t]+){50,}")
+
+
+def _block_too_deep(text: str) -> tuple[int, int] | None:
+    """Block collections nested tens of thousands deep (``- - - ...``) also overflow the
+    composer's stack. Nesting needs indentation or indicators on one line, so a text
+    with neither deep indentation nor long indicator runs cannot get there; anything
+    else is measured on the parser's events (libyaml keeps its own stack, no recursion).
+    Returns (line, column) where nesting first goes deeper than MAX_DEPTH."""
+    if not (_DEEP_INDENT.search(text) or _INDICATOR_RUN.search(text)):
+        return None
+    depth = 0
+    try:
+        for event in _yaml.parse(text):
+            name = type(event).__name__
+            if name in ("SequenceStartEvent", "MappingStartEvent"):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return event.start_mark.line + 1, event.start_mark.column + 1
+            elif name in ("SequenceEndEvent", "MappingEndEvent"):
+                depth -= 1
+    except (YAMLError, ValueError):
+        return None   # the composer will report the syntax error
+    return None
+
+
+def load_text(file: str, text: str, max_documents: int | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
@@ -353,6 +382,10 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
             return documents, problems
         line, col = _offset_to_position(text, deep)
         return documents, [_error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", line, col)]
+    block = _block_too_deep(text)
+    if block is not None:
+        return documents, ([_error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", *block)]
+                           if ours else [])
     try:
         for index, node in enumerate(_yaml.compose_all(text)):
             if node is None:
@@ -375,6 +408,8 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
                                            reject.rule.severity, reject.message))
                 continue
             documents.append(doc)
+            if max_documents is not None and len(documents) > max_documents:
+                break   # the caller reports the budget; composing the rest would only cost time
     except MarkedYAMLError as exc:
         if not ours:
             return [], []
@@ -399,19 +434,68 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
     return documents, problems
 
 
-def load_file(path: str) -> tuple[list[Document], list[Diagnostic]]:
+class _Budget:
+    """What all the files of one run may add up to: a per-file limit alone lets four
+    8 MiB files cost a minute and gigabytes."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.documents = 0
+        self.exhausted = False
+
+
+MAX_TOTAL_BYTES = 16 * 1024 * 1024
+MAX_DOCUMENTS = 20_000
+
+
+def _read_regular(path: str) -> bytes | Diagnostic:
+    """The bytes of a regular file, at most MAX_FILE_BYTES; a FIFO, a device or a link to
+    one is refused without blocking on it or reading it for ever."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            return [], [_error_at(path, d.Y007, f"the file is {size} bytes; poolc reads files of at most "
-                                  f"{MAX_FILE_BYTES} bytes")]
-        raw = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        return [], [_error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")]
+        return _error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return _error_at(path, d.Y001, "not a regular file (a FIFO, a device or a directory); poolc "
+                             "reads only regular files")
+        if info.st_size > MAX_FILE_BYTES:
+            return _error_at(path, d.Y007, f"the file is {info.st_size} bytes; poolc reads files of at most "
+                             f"{MAX_FILE_BYTES} bytes")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            return _error_at(path, d.Y007, f"the file is over {MAX_FILE_BYTES} bytes; poolc reads files of "
+                             f"at most {MAX_FILE_BYTES} bytes")
+        return raw
+    except OSError as exc:
+        return _error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def load_file(path: str, budget: _Budget | None = None) -> tuple[list[Document], list[Diagnostic]]:
+    raw = _read_regular(path)
+    if isinstance(raw, Diagnostic):
+        return [], [raw]
+    if budget is not None:
+        budget.bytes += len(raw)
+        if budget.bytes > MAX_TOTAL_BYTES:
+            budget.exhausted = True
+            return [], [_error_at(path, d.Y007, f"the files given add up to more than {MAX_TOTAL_BYTES} bytes; "
+                                  "poolc stops reading here (split the repository, or validate parts of it)")]
     text, problem = _decode(path, raw)
-    if problem:
-        return [], [problem]
-    return load_text(path, text)
+    if text is None:
+        return [], [problem] if problem else []
+    documents, problems = load_text(path, text, None if budget is None else MAX_DOCUMENTS - budget.documents)
+    if budget is not None:
+        budget.documents += len(documents)
+        if budget.documents > MAX_DOCUMENTS:
+            budget.exhausted = True
+            return [], [_error_at(path, d.Y007, f"the files given hold more than {MAX_DOCUMENTS} poolc "
+                                  "documents; poolc stops reading here")]
+    return documents, problems
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
@@ -422,7 +506,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
     seen: set[str] = set()
     for given in paths:
         if os.path.isdir(given):
-            found = []
+            found: list[str] = []
             for root, dirs, names in os.walk(given):
                 dirs[:] = [x for x in dirs if not x.startswith(".")]
                 found.extend(os.path.join(root, n) for n in names if n.endswith(YAML_SUFFIXES))
@@ -442,8 +526,11 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
 def load_paths(paths: Iterable[str]) -> LoadResult:
     files, problems = expand_paths(paths)
     documents: list[Document] = []
+    budget = _Budget()
     for f in files:
-        docs, diags = load_file(f)
+        docs, diags = load_file(f, budget)
         documents.extend(docs)
         problems.extend(diags)
+        if budget.exhausted:
+            break
     return LoadResult(files, documents, problems)

@@ -1,129 +1,461 @@
-"""Write a set of generated files as one transaction.
+"""Apply's commit protocol: the output files and the state change together, or
+not at all, even when the process is killed with SIGKILL at any instruction.
 
-Every new file is first written to a temp file beside its target (and fsynced);
-only when all of them are on disk are they renamed into place. If anything fails
-before or during the renames, the renames already done are undone from backups,
-so the output directory is byte-for-byte what it was. Files that no longer have
-a source are removed last, the same way.
+A journal ``<state>.journal`` (beside the state, written by rename so it is
+always whole) drives everything; docs/apply.md describes the protocol:
+
+1. ``prepare``: the journal lists every change; then each new file is written
+   to ``.poolc-<id>-<n>.tmp`` beside its target, and each file to be replaced
+   or removed gets a hard link ``.poolc-<id>-<n>.bak`` (same inode, no copy).
+2. ``commit``: the journal is renamed to phase commit. This one rename is the
+   commit point. The temps are renamed over their targets, the removed files
+   are unlinked, the state is renamed last.
+3. the backups, emptied directories and the journal are removed.
+
+A run that finds a journal (``recover``, under the lock, before anything else)
+discards a ``prepare`` (old tree), completes a ``commit`` (new tree) and undoes
+a ``rollback`` (old tree); each step is idempotent, so a kill during recovery is
+recovered by the next run the same way. An error or a signal after the commit
+point switches the journal to ``rollback`` and restores the backups.
+
+Every path goes through ``writer.Tree``: nothing outside the output directory
+(or the state's directory, for the state) is touched, links are never followed,
+and a file is removed only while it is the very file poolc wrote.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
-import tempfile
+import re
+import signal
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from . import signals
+from .writer import Tree, UnsafePath, check_replaceable, sha256_text, split_relative, write_new
+
+JOURNAL_VERSION = 1
+_ID = re.compile(r"[0-9a-f]{16}")
+_TEMP = re.compile(r"\.poolc-[0-9a-f]{16}-\d+\.(tmp|bak)")
+
+
+# --- test hook: where a commit can be cut ------------------------------------------------
+
+_points = [0]
+
+
+def _point(label: str) -> None:
+    """Called before every change to the disk. POOLC_TEST_KILL_AT=N sends the process
+    SIGKILL (or POOLC_TEST_SIGNAL, e.g. SIGTERM) at the N-th one, POOLC_TEST_TRACE=file
+    lists them: the kill harness of tests/test_kill.py."""
+    _points[0] += 1
+    trace = os.environ.get("POOLC_TEST_TRACE")
+    if trace:
+        with open(trace, "a", encoding="utf-8") as handle:
+            handle.write(f"{_points[0]} {label}\n")
+    if os.environ.get("POOLC_TEST_KILL_AT") == str(_points[0]):
+        os.kill(os.getpid(), getattr(signal, os.environ.get("POOLC_TEST_SIGNAL", "SIGKILL")))
+
+
+# --- the journal ---------------------------------------------------------------------------
 
 @dataclass
-class _Staged:
-    target: str
-    temp: str | None                 # None: the target is to be removed
-    backup: str | None = None
-    done: bool = False
+class Entry:
+    """One file the transaction changes: ``tree`` is "out" or "state"."""
+
+    tree: str
+    path: str
+    new: str | None          # digest of the new text; None: remove the file
+    backup: bool             # the target existed: it has a .bak link
 
 
 @dataclass
-class Transaction:
-    root: str
-    staged: list[_Staged] = field(default_factory=list)
+class Journal:
+    id: str
+    phase: str
+    output_dir: str          # relative to the state's directory, so a moved checkout still recovers
+    state: str              # the state file's name, in the directory of the journal
+    entries: list[Entry] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)   # directories created below the output dir
 
-    created_dirs: list[str] = field(default_factory=list)
+    def to_text(self) -> str:
+        return json.dumps({"poolc_journal": JOURNAL_VERSION, "id": self.id, "phase": self.phase,
+                           "output_dir": self.output_dir, "state": self.state, "dirs": self.dirs,
+                           "entries": [e.__dict__ for e in self.entries]}, indent=1) + "\n"
 
-    def _path(self, relative: str) -> str:
-        path = os.path.normpath(os.path.join(self.root, relative))
-        if os.path.isabs(relative) or not path.startswith(os.path.normpath(self.root) + os.sep):
-            raise ValueError(f"refusing to touch a path outside {self.root}: {relative}")
-        return path
 
-    def _makedirs(self, directory: str) -> None:
-        missing = []
-        while directory and not os.path.isdir(directory):
-            missing.append(directory)
-            directory = os.path.dirname(directory)
-        for path in reversed(missing):
-            os.mkdir(path)
-            self.created_dirs.append(path)
+class JournalError(Exception):
+    """A journal that cannot be trusted; apply refuses until it is dealt with."""
 
-    def stage_write(self, relative: str, text: str, *, absolute: bool = False) -> None:
-        target = os.path.abspath(relative) if absolute else self._path(relative)
-        directory = os.path.dirname(target)
-        self._makedirs(directory)
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=".poolc-", suffix=".tmp")
-        self.staged.append(_Staged(target, temp))
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
 
-    def stage_remove(self, relative: str) -> None:
-        target = self._path(relative)
-        if os.path.exists(target):
-            self.staged.append(_Staged(target, None))
+def journal_path(state_path: str) -> str:
+    return f"{os.path.abspath(state_path)}.journal"
 
-    def commit(self) -> None:
+
+def _parse_journal(path: str, text: str) -> Journal:
+    try:
+        return _journal_from(path, text)
+    except UnsafePath as exc:
+        raise JournalError(f"{path}: not a journal poolc can recover ({exc.strerror}); if no apply is "
+                           "running, check the output directory and the state by hand, then delete it") from None
+
+
+def _journal_from(path: str, text: str) -> Journal:
+    def bad(why: str) -> JournalError:
+        return JournalError(f"{path}: not a journal poolc can recover ({why}); if no apply is running, "
+                            "check the output directory and the state by hand, then delete it")
+    try:
+        raw = json.loads(text, parse_int=lambda s: int(s) if len(s) < 20 else 0)
+    except (ValueError, RecursionError):
+        raise bad("not JSON") from None
+    if not isinstance(raw, dict) or raw.get("poolc_journal") != JOURNAL_VERSION:
+        raise bad("unknown format")
+    if not (isinstance(raw.get("id"), str) and _ID.fullmatch(raw["id"])
+            and raw.get("phase") in ("prepare", "commit", "rollback")
+            and isinstance(raw.get("output_dir"), str) and isinstance(raw.get("state"), str)
+            and isinstance(raw.get("dirs"), list) and isinstance(raw.get("entries"), list)):
+        raise bad("fields missing or of the wrong type")
+    journal = Journal(raw["id"], raw["phase"], raw["output_dir"], raw["state"])
+    for d in raw["dirs"]:
+        if not isinstance(d, str):
+            raise bad("a directory that is not a string")
+        split_relative(d)
+        journal.dirs.append(d)
+    for e in raw["entries"]:
+        if not (isinstance(e, dict) and e.get("tree") in ("out", "state") and isinstance(e.get("path"), str)
+                and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)):
+            raise bad("an entry of the wrong shape")
+        split_relative(e["path"])
+        if e["tree"] == "state" and e["path"] != journal.state:
+            raise bad("a state entry that is not the state file")
+        journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"]))
+    return journal
+
+
+class _Files:
+    """The two trees a transaction touches and the names of its temps and backups."""
+
+    def __init__(self, output_dir: str, state_path: str, tx_id: str) -> None:
+        self.trees = {"out": Tree(output_dir), "state": Tree(os.path.dirname(os.path.abspath(state_path)))}
+        self.id = tx_id
+
+    def names(self, index: int, entry: Entry) -> tuple[list[str], str, str, str]:
+        """(directory parts, target name, temp name, backup name) of an entry."""
+        parts = split_relative(entry.path)
+        return parts[:-1], parts[-1], f".poolc-{self.id}-{index}.tmp", f".poolc-{self.id}-{index}.bak"
+
+    @contextmanager
+    def directory(self, entry: Entry, parts: list[str]) -> Iterator[int | None]:
+        fd = self.trees[entry.tree].open_dir(parts)
         try:
-            for item in self.staged:
-                if os.path.exists(item.target):
-                    fd, item.backup = tempfile.mkstemp(dir=os.path.dirname(item.target),
-                                                       prefix=".poolc-", suffix=".bak")
-                    os.close(fd)
-                    shutil.copy2(item.target, item.backup)
-                if item.temp is None:
-                    os.unlink(item.target)
-                else:
-                    os.replace(item.temp, item.target)
-                item.done = True
-        except BaseException:
-            self.rollback()
-            raise
-        self._discard_backups()
-        _remove_empty_dirs(self.root, {os.path.dirname(i.target) for i in self.staged if i.temp is None})
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+
+def _unlink(fd: int, name: str, label: str) -> None:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    _point(label)
+    os.unlink(name, dir_fd=fd)
+
+
+def _same_file(fd: int, a: str, b: str) -> bool:
+    try:
+        sa = os.stat(a, dir_fd=fd, follow_symlinks=False)
+        sb = os.stat(b, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+class Transaction:
+    """One apply's change set, from the journal's first write to its removal."""
+
+    def __init__(self, output_dir: str, state_path: str, journal: Journal) -> None:
+        self.path = journal_path(state_path)
+        self.journal = journal
+        self.files = _Files(output_dir, state_path, journal.id)
+
+    # -- the journal file --
+    def _write_journal(self, phase: str) -> None:
+        self.journal.phase = phase
+        directory = os.path.dirname(self.path)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            temp = os.path.basename(self.path) + ".tmp"
+            _unlink(fd, temp, "unlink journal temp")
+            _point(f"write journal ({phase})")
+            write_new(fd, temp, self.journal.to_text())
+            _point(f"rename journal ({phase})")
+            os.replace(temp, os.path.basename(self.path), src_dir_fd=fd, dst_dir_fd=fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _drop_journal(self) -> None:
+        directory = os.path.dirname(self.path)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _unlink(fd, os.path.basename(self.path) + ".tmp", "unlink journal temp")
+            _unlink(fd, os.path.basename(self.path), "unlink journal")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # -- phase 1 --
+    def stage(self, texts: dict[tuple[str, str], str]) -> None:
+        """Write the temps and link the backups (the journal, phase prepare, is on disk)."""
+        for index, entry in enumerate(self.journal.entries):
+            parts, name, temp, backup = self.files.names(index, entry)
+            tree = self.files.trees[entry.tree]
+            if entry.new is not None:
+                fd = tree.open_dir(parts, create=self._made_dir if entry.tree == "out" else None)
+                if fd is None:   # the state's directory: made by the caller
+                    raise FileNotFoundError(2, "directory vanished", tree.show("/".join(parts)))
+            else:
+                fd = tree.open_dir(parts)
+                if fd is None:
+                    raise FileNotFoundError(2, "directory vanished", tree.show("/".join(parts)))
+            try:
+                if entry.new is not None:
+                    _point(f"write temp {entry.path}")
+                    write_new(fd, temp, texts[(entry.tree, entry.path)])
+                if entry.backup:
+                    _point(f"link backup {entry.path}")
+                    os.link(name, backup, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+            finally:
+                os.close(fd)
+
+    def _made_dir(self, relative: str) -> None:
+        if relative not in self.journal.dirs:
+            self.journal.dirs.append(relative)
+            self._write_journal("prepare")   # listed before it exists, so a kill cannot leak it
+        _point(f"mkdir {relative}")
+
+    # -- phase 2 --
+    def forward(self) -> None:
+        """Move every temp into place and unlink every removed file; idempotent."""
+        order = sorted(range(len(self.journal.entries)), key=lambda i: self.journal.entries[i].tree == "state")
+        for index in order:
+            entry = self.journal.entries[index]
+            parts, name, temp, backup = self.files.names(index, entry)
+            with self.files.directory(entry, parts) as fd:
+                if fd is None:
+                    continue
+                if entry.new is not None:
+                    if self.files.trees[entry.tree].lstat(fd, temp) is not None:
+                        _point(f"rename {entry.path}")
+                        os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+                elif _same_file(fd, name, backup) or self._same_bytes(entry, fd, name, backup):
+                    _point(f"unlink {entry.path}")
+                    os.unlink(name, dir_fd=fd)
+
+    def _same_bytes(self, entry: Entry, fd: int, name: str, backup: str) -> bool:
+        """The file still holds its backup's bytes: the backup's link was broken by copying the
+        checkout after a kill, yet the file is the one this transaction was to remove."""
+        tree = self.files.trees[entry.tree]
+        theirs = tree.digest(fd, backup)
+        return theirs is not None and tree.digest(fd, name) == theirs
+
+    def backward(self) -> None:
+        """Put back every file as it was before; idempotent."""
+        for index, entry in enumerate(self.journal.entries):
+            parts, name, temp, backup = self.files.names(index, entry)
+            with self.files.directory(entry, parts) as fd:
+                if fd is None:
+                    continue
+                tree = self.files.trees[entry.tree]
+                if entry.backup:
+                    if tree.lstat(fd, backup) is not None:
+                        if not _same_file(fd, name, backup):
+                            _point(f"restore {entry.path}")
+                            os.replace(backup, name, src_dir_fd=fd, dst_dir_fd=fd)
+                elif entry.new is not None and tree.digest(fd, name) == entry.new:
+                    _point(f"unlink new {entry.path}")
+                    os.unlink(name, dir_fd=fd)
+                _unlink(fd, temp, f"unlink temp {entry.path}")
+
+    def cleanup(self, *, rollback: bool) -> None:
+        """Remove temps, backups and (emptied or created) directories, then the journal."""
+        emptied: set[str] = set()
+        for index, entry in enumerate(self.journal.entries):
+            parts, _name, temp, backup = self.files.names(index, entry)
+            with self.files.directory(entry, parts) as fd:
+                if fd is None:
+                    continue
+                _unlink(fd, temp, f"unlink temp {entry.path}")
+                _unlink(fd, backup, f"unlink backup {entry.path}")
+            if entry.tree == "out" and entry.new is None and not rollback:   # emptied by a removal
+                emptied.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+        if rollback:   # only what this transaction created: an empty directory of the user's stays
+            emptied.update(self.journal.dirs)
+        out = self.files.trees["out"]
+        for relative in sorted(emptied, key=lambda p: (-p.count("/"), p)):
+            parts = split_relative(relative)
+            fd = out.open_dir(parts[:-1])
+            if fd is None:
+                continue
+            try:
+                st = out.lstat(fd, parts[-1])
+                if st is not None and stat.S_ISDIR(st.st_mode):
+                    child = os.open(parts[-1], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    try:
+                        empty = not os.listdir(child)
+                    finally:
+                        os.close(child)
+                    if empty:
+                        _point(f"rmdir {relative}")
+                        os.rmdir(parts[-1], dir_fd=fd)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._drop_journal()
 
     def rollback(self) -> None:
-        """Put back every file touched so far and drop every temp file."""
-        for item in reversed(self.staged):
-            if item.done:
-                if item.backup is not None:
-                    os.replace(item.backup, item.target)
-                    item.backup = None
-                elif os.path.exists(item.target):
-                    os.unlink(item.target)
-            if item.temp is not None and os.path.exists(item.temp):
-                os.unlink(item.temp)
-        self._discard_backups()
-        for directory in reversed(self.created_dirs):
-            if os.path.isdir(directory) and not os.listdir(directory):
-                os.rmdir(directory)
-
-    def _discard_backups(self) -> None:
-        for item in self.staged:
-            if item.backup is not None and os.path.exists(item.backup):
-                os.unlink(item.backup)
-            item.backup = None
+        """Back to the old tree from wherever the transaction stands."""
+        if self.journal.phase != "prepare":
+            self._write_journal("rollback")
+            self.backward()
+        else:
+            self.backward()   # prepare: targets untouched, this only drops temps
+        self.cleanup(rollback=True)
 
 
-def _remove_empty_dirs(root: str, directories: set[str]) -> None:
-    root = os.path.normpath(root)
-    for directory in sorted(directories, key=len, reverse=True):
-        while os.path.normpath(directory) != root and os.path.isdir(directory) and not os.listdir(directory):
-            os.rmdir(directory)
-            directory = os.path.dirname(directory)
+# --- recovery ------------------------------------------------------------------------------
+
+def pending_journal(state_path: str) -> str | None:
+    """The journal of an interrupted apply, if there is one."""
+    path = journal_path(state_path)
+    return path if os.path.lexists(path) or os.path.lexists(path + ".tmp") else None
 
 
-def write_transaction(root: str, files: dict[str, str], remove: list[str] = (),
-                      outside: dict[str, str] | None = None) -> None:
-    """Write ``files`` ({relative path: text}) under root, write ``outside``
-    ({absolute path: text}, e.g. the state file) and remove ``remove``, all or nothing."""
-    transaction = Transaction(root)
+def recover(output_dir: str, state_path: str) -> str | None:
+    """Finish or undo an interrupted apply (call under the lock); what was done, or None."""
+    path = journal_path(state_path)
+    if not os.path.lexists(path):
+        if os.path.lexists(path + ".tmp"):   # killed while writing the first journal: nothing else exists
+            check_replaceable(path + ".tmp")
+            _point("unlink journal temp")
+            os.unlink(path + ".tmp")
+        return None
+    check_replaceable(path)
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        text = handle.read(16 << 20)
+    journal = _parse_journal(path, text)
+    if journal.state != os.path.basename(os.path.abspath(state_path)):
+        raise JournalError(f"{path}: the journal is for the state {journal.state!r}; delete it if no apply runs")
+    expected = os.path.join(os.path.dirname(os.path.abspath(state_path)), journal.output_dir)
+    if os.path.realpath(expected) != os.path.realpath(output_dir):
+        raise JournalError(f"{path}: an interrupted apply into {journal.output_dir} is pending; run "
+                           f"`poolc apply` with --output-dir {journal.output_dir} first to finish it")
+    transaction = Transaction(output_dir, state_path, journal)
+    if journal.phase == "commit":
+        transaction.forward()
+        transaction.cleanup(rollback=False)
+        return "completed an interrupted apply (it had committed)"
+    transaction.rollback()
+    return "rolled back an interrupted apply (it had not committed)"
+
+
+# --- a new transaction ---------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    kept: list[str] = field(default_factory=list)   # no longer generated, but not poolc's bytes: left alone
+    cleanup_error: str | None = None                 # applied, but temps or the journal are left for next time
+
+
+def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, str], state_path: str,
+                      state_text: str, *, before_commit: Callable[[], None] | None = None) -> Outcome:
+    """Write ``files`` ({relative path: text}) below output_dir and the state, and
+    remove ``remove`` ({relative path: digest poolc wrote}), all or nothing.
+
+    A file to remove is removed only if it is a regular file holding exactly
+    the bytes poolc wrote; otherwise it is kept and listed in the outcome."""
+    outcome = Outcome()
+    out, state_tree = Tree(output_dir), Tree(os.path.dirname(os.path.abspath(state_path)))
+    state_name = os.path.basename(os.path.abspath(state_path))
+    entries: list[Entry] = []
+    texts: dict[tuple[str, str], str] = {}
+
+    def existing(tree: Tree, relative: str) -> os.stat_result | None:
+        parts = split_relative(relative)
+        fd = tree.open_dir(parts[:-1])
+        if fd is None:
+            return None
+        try:
+            st = tree.lstat(fd, parts[-1])
+        finally:
+            os.close(fd)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise UnsafePath(tree.show(relative), f"it is {kind}; poolc replaces only regular files")
+        return st
+
+    for relative, text in sorted(files.items()):
+        if _TEMP.fullmatch(relative.rsplit("/", 1)[-1]):
+            raise UnsafePath(out.show(relative), "poolc's own temp-file names are reserved")
+        entries.append(Entry("out", relative, sha256_text(text), existing(out, relative) is not None))
+        texts[("out", relative)] = text
+    for relative, digest in sorted(remove.items()):
+        try:
+            parts = split_relative(relative)
+            fd = out.open_dir(parts[:-1])
+        except UnsafePath:   # through a link, or not a plain path: never removed
+            outcome.kept.append(relative)
+            continue
+        if fd is None:
+            continue
+        try:
+            st = out.lstat(fd, parts[-1])
+            if st is None:
+                continue
+            if not stat.S_ISREG(st.st_mode) or out.digest(fd, parts[-1]) != digest:
+                outcome.kept.append(relative)
+                continue
+        finally:
+            os.close(fd)
+        entries.append(Entry("out", relative, None, True))
+    os.makedirs(state_tree.root, exist_ok=True)
+    os.makedirs(out.root, exist_ok=True)
+    entries.append(Entry("state", state_name, sha256_text(state_text),
+                         existing(state_tree, state_name) is not None))
+    texts[("state", state_name)] = state_text
+
+    journal = Journal(os.urandom(8).hex(), "prepare", os.path.relpath(out.root, state_tree.root),
+                      state_name, entries)
+    transaction = Transaction(output_dir, state_path, journal)
+    signals.install()   # the solver may have replaced the SIGINT handler
+    signals.pending()   # forget a signal held back after an earlier transaction had finished
     try:
-        for relative, text in sorted(files.items()):
-            transaction.stage_write(relative, text)
-        for absolute, text in sorted((outside or {}).items()):
-            transaction.stage_write(absolute, text, absolute=True)
-        for relative in sorted(remove):
-            transaction.stage_remove(relative)
+        transaction._write_journal("prepare")
+        transaction.stage(texts)
+        if before_commit is not None:
+            before_commit()
     except BaseException:
-        transaction.rollback()
+        with signals.deferred():
+            transaction.rollback()
         raise
-    transaction.commit()
+    with signals.deferred():
+        try:
+            if (signum := signals.pending()) is not None:
+                raise signals.Interrupted(signum)
+            transaction._write_journal("commit")           # the commit point
+            transaction.forward()
+            if (signum := signals.pending()) is not None:
+                raise signals.Interrupted(signum)
+        except BaseException:
+            transaction.rollback()
+            raise
+        try:
+            transaction.cleanup(rollback=False)
+        except OSError as exc:   # committed: the journal stays and the next run finishes the cleanup
+            outcome.cleanup_error = f"{exc.strerror or exc}"
+    return outcome

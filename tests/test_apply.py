@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -362,37 +361,7 @@ def test_write_error_at_any_rename_rolls_everything_back(applied, monkeypatch):
     assert result.exit_code == 0 and apply("--check").exit_code == 0
 
 
-def test_error_while_removing_rolls_back_writes_and_removals(applied, monkeypatch):
-    """The removals come after every rename, the state's included: fail the 3rd."""
-    before = snapshot(applied)
-    real, removed = os.unlink, []
-
-    def unlink(path, *args, **kwargs):
-        if "deploy/kubernetes/ml-research/" in str(path) and ".poolc-" not in str(path):
-            removed.append(path)
-            if len(removed) == 3:
-                raise PermissionError(13, "Permission denied (injected)")
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "unlink", unlink)
-    with pytest.raises(OSError, match="injected"):
-        apply_paths(INPUTS, "deploy")
-    monkeypatch.undo()
-    assert len(removed) == 3
-    assert snapshot(applied) == before and leftovers(applied) == []
-
-
-def test_error_while_staging_or_backing_up_rolls_everything_back(applied, monkeypatch):
-    total = _calls_of_a_successful_apply(applied, tempfile, "mkstemp")
-    assert total >= 8                                 # temps for the writes, then backups
-    before = snapshot(applied)
-    for n in sorted({1, 3, total // 2, total - 1, total}):
-        with monkeypatch.context() as patch:
-            _fail_on_call(patch, tempfile, "mkstemp", n)
-            with pytest.raises(OSError, match="injected"):
-                apply_paths(INPUTS, "deploy")
-        assert snapshot(applied) == before, f"mkstemp failing on call {n} changed files"
-        assert leftovers(applied) == [], n
+# A failure (and a SIGKILL) at every step of the commit: tests/test_kill.py.
 
 
 def test_write_error_via_cli_is_one_line_and_exit_1(applied, monkeypatch):

@@ -62,10 +62,14 @@ def step_label(request_id: str) -> str:
 
 
 def training_job_name(request_id: str) -> str:
-    """``<pipeline>--<step>`` in SageMaker's pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``,
-    cut with the digest of the request id when longer than 63 characters."""
-    name = re.sub(r"[^A-Za-z0-9-]+", "-", step_name(request_id)).strip("-")
-    return name if len(name) <= MAX_NAME else hash_suffixed(name, request_id)
+    """``<pipeline>--<step>`` in SageMaker's pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``;
+    a rewritten character or a cut gets the digest of the request id, so
+    ``train_model`` and ``train-model`` never share a training job name."""
+    plain = step_name(request_id)
+    name = re.sub(r"[^A-Za-z0-9-]+", "-", plain).strip("-")
+    if name == plain and len(name) <= MAX_NAME:
+        return name
+    return hash_suffixed(name or "x", request_id)
 
 
 def priority_class_name(value: int) -> str:

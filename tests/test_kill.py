@@ -1,0 +1,286 @@
+"""The kill harness: apply is cut at every write, link, rename, unlink, mkdir and
+rmdir of its commit (compiler.transaction._point counts them), by a real SIGKILL
+in a subprocess, by SIGTERM/SIGINT, and by an injected I/O error. Each time the
+tree must be the old one or the new one once the next run has recovered, the
+run after that must converge on the new one, and nothing may be left behind.
+
+The scenario changes the inputs so that the commit writes files, creates a
+directory (a namespace renamed), removes eleven files and two directories, and
+rewrites the state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from compiler import transaction
+from compiler.apply import apply_paths
+from compiler.lock import state_lock
+from compiler.transaction import recover, write_transaction
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-c", "from compiler.cli import main; main()"]
+STATE = "poolc.state.json"
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """deploy/ and the state, by relative path (the inputs and the lock file aside)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if path.is_file() and not relative.startswith(("examples/", "trace")) and not relative.endswith(".lock"):
+            found[relative] = path.read_bytes()
+    return found
+
+
+def dirs(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in (root / "deploy").rglob("*") if p.is_dir()}
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.name.startswith(".poolc-") or p.name.endswith((".journal", ".journal.tmp")))
+
+
+def change_inputs(root: Path) -> None:
+    training = root / "examples/pipelines/prod-training.yaml"
+    training.write_text(training.read_text().replace("      cpu_count: 4\n", "      cpu_count: 6\n", 1))
+    (root / "examples/pipelines/research-sweep.yaml").unlink()
+    stack = root / "examples/stacks/prod-stack.yaml"
+    stack.write_text(stack.read_text().replace("namespace: ml-prod\n", "namespace: ml-prod-v2\n", 1))
+
+
+class Scenario:
+    """An applied tree with changed inputs (``base``), and what old and new look like."""
+
+    def __init__(self, root: Path) -> None:
+        self.base = root / "base"
+        shutil.copytree(REPO / "examples", self.base / "examples")
+        with chdir(self.base):
+            assert apply_paths(["examples"], "deploy").written
+        change_inputs(self.base)
+        self.old, self.old_dirs = tree(self.base), dirs(self.base)
+        done = self.copy(root / "new")
+        with chdir(done):
+            calls = []
+            real = transaction._point
+            transaction._point = lambda label: (calls.append(label), real(label))[1]
+            try:
+                assert apply_paths(["examples"], "deploy").written
+            finally:
+                transaction._point = real
+        self.new, self.new_dirs, self.labels = tree(done), dirs(done), calls
+        assert self.old != self.new and "ml-prod-v2" not in str(self.old_dirs)
+
+    def copy(self, where: Path) -> Path:
+        shutil.copytree(self.base, where, symlinks=True)
+        return where
+
+    def which(self, root: Path) -> str:
+        now = (tree(root), dirs(root))
+        if now == (self.old, self.old_dirs):
+            return "old"
+        if now == (self.new, self.new_dirs):
+            return "new"
+        return "mixed"
+
+
+class chdir:
+    def __init__(self, where: Path) -> None:
+        self.where, self.before = where, os.getcwd()
+
+    def __enter__(self) -> None:
+        os.chdir(self.where)
+
+    def __exit__(self, *exc: object) -> None:
+        os.chdir(self.before)
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory) -> Scenario:
+    return Scenario(tmp_path_factory.mktemp("kill"))
+
+
+def run_apply(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "apply", "examples", "--output-dir", "deploy", "-q", *extra], cwd=root,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+
+
+def recovered(root: Path) -> None:
+    """Only the recovery the next apply starts with (under the lock, as apply does)."""
+    with chdir(root), state_lock(STATE):
+        recover("deploy", STATE)
+
+
+def converge(scenario: Scenario, root: Path) -> None:
+    with chdir(root):
+        assert apply_paths(["examples"], "deploy").ok
+        assert apply_paths(["examples"], "deploy", check=True).stale == []
+    assert scenario.which(root) == "new" and leftovers(root) == []
+
+
+def test_the_commit_has_many_kill_points(scenario):
+    kinds = Counter(label.split(" ")[0] for label in scenario.labels)
+    assert len(scenario.labels) >= 80
+    assert kinds["write"] and kinds["link"] and kinds["rename"] and kinds["unlink"] and kinds["mkdir"]
+    assert kinds["rmdir"] == 2
+
+
+@pytest.mark.slow
+def test_sigkill_at_every_step_of_the_commit_leaves_old_or_new(scenario, tmp_path):
+    """A real subprocess, SIGKILLed at step n for every n; the next run recovers."""
+    total = len(scenario.labels)
+    roots = [scenario.copy(tmp_path / f"kill-{n}") for n in range(1, total + 1)]
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        runs = list(pool.map(lambda nr: run_apply(nr[1], {"POOLC_TEST_KILL_AT": str(nr[0])}),
+                             enumerate(roots, start=1)))
+    outcomes: Counter = Counter()
+    for n, (root, run) in enumerate(zip(roots, runs, strict=True), start=1):
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        recovered(root)
+        state = scenario.which(root)
+        assert state in ("old", "new"), f"killed at {n} ({scenario.labels[n - 1]}): {state}"
+        assert leftovers(root) == [], (n, scenario.labels[n - 1])
+        outcomes[state] += 1
+        converge(scenario, root)
+    print(f"\nkill harness: {total} kill points, {outcomes['old']} recovered to old, "
+          f"{outcomes['new']} to new, 0 mixed")
+    assert outcomes["old"] and outcomes["new"]
+
+
+@pytest.mark.slow
+def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
+    """Killed in the middle of the commit, then killed again at every step of the recovery."""
+    labels = scenario.labels
+    cut = [i for i, label in enumerate(labels, start=1) if label.startswith("rename kubernetes/")][3]
+    killed = scenario.copy(tmp_path / "killed")
+    assert run_apply(killed, {"POOLC_TEST_KILL_AT": str(cut)}).returncode == -signal.SIGKILL
+    probe = tmp_path / "probe"
+    shutil.copytree(killed, probe, symlinks=True)
+    trace = tmp_path / "trace"
+    os.environ["POOLC_TEST_TRACE"] = str(trace)
+    try:
+        recovered(probe)
+    finally:
+        del os.environ["POOLC_TEST_TRACE"]
+    steps = len(trace.read_text().splitlines())
+    assert steps >= 20
+    roots = []
+    for m in range(1, steps + 1):
+        root = tmp_path / f"re-{m}"
+        shutil.copytree(killed, root, symlinks=True)
+        roots.append(root)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda mr: run_apply(mr[1], {"POOLC_TEST_KILL_AT": str(mr[0])}),
+                             enumerate(roots, start=1)))
+    for m, (root, run) in enumerate(zip(roots, runs, strict=True), start=1):
+        assert run.returncode == -signal.SIGKILL, (m, run.stderr)
+        recovered(root)
+        assert scenario.which(root) == "new" and leftovers(root) == [], m
+        converge(scenario, root)
+    print(f"\nrecovery kill harness: killed at commit step {cut} ({labels[cut - 1]}), then at each of "
+          f"the {steps} steps of its recovery: all recovered to new")
+
+
+def _pending(scenario: Scenario, root: Path):
+    with chdir(root):
+        return apply_paths(["examples"], "deploy", check=True)
+
+
+@pytest.mark.slow
+def test_an_error_at_every_step_rolls_back_or_completes(scenario, tmp_path, monkeypatch):
+    """In-process: an injected OSError at step n of write_transaction."""
+    root = scenario.copy(tmp_path / "errors")
+    pending = _pending(scenario, root)
+    previous = {p: "sha256:" + hashlib.sha256((root / "deploy" / p).read_bytes()).hexdigest()
+                for p in pending.removed}
+    pristine = tmp_path / "pristine"
+    shutil.copytree(root, pristine, symlinks=True)
+    real, seen = transaction._point, [0]
+    total = len(scenario.labels)
+    outcomes: Counter = Counter()
+    for n in range(1, total + 1):
+        shutil.rmtree(root)
+        shutil.copytree(pristine, root, symlinks=True)
+        seen[0] = 0
+        outcome = transaction.Outcome()
+
+        def failing(label: str, n: int = n) -> None:
+            seen[0] += 1
+            if seen[0] == n:
+                raise OSError(28, "No space left on device (injected)")
+            real(label)
+
+        monkeypatch.setattr(transaction, "_point", failing)
+        with chdir(root):
+            try:
+                outcome = write_transaction("deploy", pending.files, previous, STATE, pending.state_text)
+            except OSError as exc:
+                assert "injected" in str(exc)
+                assert scenario.which(root) == "old", n
+                assert leftovers(root) == [], n
+                outcomes["rolled back"] += 1
+            else:   # an error while cleaning up after the commit point: applied, finished next time
+                assert outcome.cleanup_error, n
+                outcomes["completed"] += 1
+        monkeypatch.setattr(transaction, "_point", real)
+        recovered(root)
+        assert scenario.which(root) == ("new" if outcome.cleanup_error else "old") and leftovers(root) == [], n
+        outcome.cleanup_error = None
+    converge(scenario, root)
+    assert outcomes["rolled back"] >= total // 2 and outcomes["completed"]
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("where", ["write temp", "rename kueue/", "unlink kubernetes/"])
+def test_sigterm_and_ctrl_c_roll_back_and_say_so(scenario, tmp_path, signame, where):
+    """The signal lands while staging, or after the commit point (held back, then rolled back);
+    SIGINT after the optimal solve too, although the solver resets its handler."""
+    n = next(i for i, label in enumerate(scenario.labels, start=1) if label.startswith(where))
+    root = scenario.copy(tmp_path / "sig")
+    run = run_apply(root, {"POOLC_TEST_KILL_AT": str(n), "POOLC_TEST_SIGNAL": signame})
+    assert run.returncode == (130 if signame == "SIGINT" else 143), run.stderr
+    assert f"interrupted by {signame}" in run.stderr and "rolled back" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert scenario.which(root) == "old" and leftovers(root) == []
+    converge(scenario, root)
+
+
+def test_ctrl_c_during_start_up_is_one_line(tmp_path):
+    """From the first lines of compiler.cli on (before them, Python's own start-up owns Ctrl-C)."""
+    go = ("import sys, compiler; sys.stderr.write('go\\n'); sys.stderr.flush(); "
+          "from compiler.cli import main; main()")
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    for delay in (0.02, 0.05, 0.1, 0.2, 0.4):
+        proc = subprocess.Popen([sys.executable, "-c", go, "validate", "examples"], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert proc.stderr.readline() == "go\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err, (delay, err)
+        assert proc.returncode in (0, 130), (delay, proc.returncode, err)
+
+
+def test_check_reports_an_interrupted_apply(scenario, tmp_path):
+    root = scenario.copy(tmp_path / "check")
+    n = next(i for i, label in enumerate(scenario.labels, start=1) if label.startswith("rename kueue/"))
+    assert run_apply(root, {"POOLC_TEST_KILL_AT": str(n)}).returncode == -signal.SIGKILL
+    check = run_apply(root, {}, "--check")
+    assert check.returncode == 1 and ".journal" in check.stdout
+    run = run_apply(root, {})
+    assert run.returncode == 0 and "completed an interrupted apply" in run.stderr
+    assert scenario.which(root) == "new" and leftovers(root) == []
