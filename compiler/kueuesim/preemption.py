@@ -20,7 +20,7 @@ Models ``pkg/scheduler/preemption`` (classical mode, no fair sharing):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from .model import Workload
@@ -50,11 +50,11 @@ class Admitted:
     flavors: dict[str, str]
     usage: dict[FlavorResource, int]
     order: tuple[int, int]  # larger = admitted more recently
+    victim_rank: tuple[int, int, int, str] = field(init=False)
 
-    @property
-    def victim_rank(self) -> tuple[int, int, int, str]:
-        """Victim order among one group of candidates: lower priority, then most recently admitted."""
-        return (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
+    def __post_init__(self) -> None:
+        # victim order within one group of candidates: lower priority, then most recently admitted
+        self.victim_rank = (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
 
     def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
         return any((flavor, res) in frs for res, flavor in self.flavors.items())
