@@ -56,9 +56,6 @@ class Admitted:
         # victim order within one group of candidates: lower priority, then most recently admitted
         self.victim_rank = (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
 
-    def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
-        return any((flavor, res) in frs for res, flavor in self.flavors.items())
-
 
 class AdmittedIndex:
     """Admitted workloads per ClusterQueue, also indexed by the flavor-resources they use."""
@@ -95,7 +92,7 @@ class AdmittedIndex:
         return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
 
     def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
-        """The admitted workloads of ``cq`` that use any of ``frs``, by name."""
+        """The admitted workloads of ``cq`` that use any of ``frs`` (callers sort them)."""
         index = self._by_fr[cq]
         if len(frs) == 1:
             (fr,) = frs
@@ -115,17 +112,6 @@ class Target:
 def creation_key(wl: Workload) -> tuple[int, str]:
     """Creation order; equal timestamps are broken by name, as the contract says."""
     return (wl.created, wl.name)
-
-
-def satisfies_policy(policy: str, preemptor: Workload, candidate: Workload) -> bool:
-    """Kueue's SatisfiesPreemptionPolicy for LowerPriority / LowerOrNewerEqualPriority / Any."""
-    if policy == "LowerPriority":
-        return preemptor.priority > candidate.priority
-    if policy == "LowerOrNewerEqualPriority":
-        return preemptor.priority > candidate.priority or (
-            preemptor.priority == candidate.priority and creation_key(preemptor) < creation_key(candidate)
-        )
-    return policy == "Any"
 
 
 def remove(tree: QuotaTree, adm: Admitted) -> None:
@@ -187,29 +173,38 @@ class Preemptor:
     def _forbidden_borrow(self) -> bool:
         return self.spec.preemption.borrow_within_cohort == "Never"
 
-    def _classify(self, adm: Admitted, hierarchical: bool) -> int | None:
-        pre = self.spec.preemption
-        same = adm.cq == self.spec.name
-        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
-        if not satisfies_policy(policy, self.workload, adm.workload):
-            return None
-        if same:
-            return _WITHIN
-        if hierarchical:
-            return _HIERARCHICAL
-        if self._forbidden_borrow():
-            return _RECLAIM_NO_BORROW
-        cand, inc = adm.workload.priority, self.workload.priority
-        threshold = pre.max_priority_threshold
-        if cand >= inc or (threshold is not None and cand > threshold):
-            return _RECLAIM_NO_BORROW
-        return _RECLAIM_WHILE_BORROW
-
     def _from_cq(self, cq: str, lca: Node | None, hierarchical: bool, out: list[_Candidate]) -> None:
+        """Candidates of one ClusterQueue: the policy filter and the variant (own queue, hierarchical
+        reclaim, reclaim only without borrowing, reclaim while borrowing), in one loop as it is the hot path."""
+        pre = self.spec.preemption
+        same = cq == self.spec.name
+        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
+        if policy not in ("LowerPriority", "LowerOrNewerEqualPriority", "Any"):
+            return
+        p = self.workload.priority
+        mine = creation_key(self.workload)
+        if same:
+            variant = _WITHIN
+        elif hierarchical:
+            variant = _HIERARCHICAL
+        elif self._forbidden_borrow():
+            variant = _RECLAIM_NO_BORROW
+        else:
+            variant = 0  # decided per candidate
+        threshold = pre.max_priority_threshold
         for adm in self.admitted.using(cq, self.frs):
-            variant = self._classify(adm, hierarchical)
-            if variant is not None:
-                out.append(_Candidate(adm, lca, variant, adm.victim_rank))
+            cand = adm.workload.priority
+            if policy == "LowerPriority" and cand >= p:
+                continue
+            if policy == "LowerOrNewerEqualPriority" and (
+                cand > p or (cand == p and not mine < creation_key(adm.workload))
+            ):
+                continue
+            kind = variant
+            if not kind:
+                below = cand < p and (threshold is None or cand <= threshold)
+                kind = _RECLAIM_WHILE_BORROW if below else _RECLAIM_NO_BORROW
+            out.append(_Candidate(adm, lca, kind, adm.victim_rank))
 
     def _in_subtree(self, current: Node, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
         for child in current.child_cohorts:
