@@ -36,6 +36,7 @@ _WITHIN, _HIERARCHICAL, _RECLAIM_NO_BORROW, _RECLAIM_WHILE_BORROW = 1, 2, 3, 4
 _REASON = {_WITHIN: WITHIN_CQ, _HIERARCHICAL: RECLAIM, _RECLAIM_NO_BORROW: RECLAIM, _RECLAIM_WHILE_BORROW: BORROW}
 
 _RANK = attrgetter("rank")
+_VICTIM_RANK = attrgetter("victim_rank")
 
 # what the oracle reports for one flavor-resource
 NO_CANDIDATES, PREEMPT, RECLAIM_ONLY = 0, 1, 2
@@ -65,8 +66,12 @@ class AdmittedIndex:
         self._by_fr: dict[str, dict[FlavorResource, dict[str, Admitted]]] = {cq: {} for cq in self.by_cq}
         # cq -> flavor-resource -> priority -> usage: a cheap upper bound of what preemption can free
         self._by_priority: dict[str, dict[FlavorResource, dict[int, int]]] = {cq: {} for cq in self.by_cq}
+        # sorted candidate lists are reused until the ClusterQueue's admitted set changes
+        self._version: dict[str, int] = dict.fromkeys(self.by_cq, 0)
+        self._sorted: dict[tuple[str, frozenset[FlavorResource]], tuple[int, list[Admitted]]] = {}
 
     def add(self, adm: Admitted) -> None:
+        self._version[adm.cq] += 1
         self.by_cq[adm.cq][adm.workload.name] = adm
         for res, flavor in adm.flavors.items():
             self._by_fr[adm.cq].setdefault((flavor, res), {})[adm.workload.name] = adm
@@ -76,6 +81,7 @@ class AdmittedIndex:
             bucket[prio] = bucket.get(prio, 0) + value
 
     def remove(self, adm: Admitted) -> None:
+        self._version[adm.cq] += 1
         del self.by_cq[adm.cq][adm.workload.name]
         for res, flavor in adm.flavors.items():
             self._by_fr[adm.cq][(flavor, res)].pop(adm.workload.name, None)
@@ -92,15 +98,18 @@ class AdmittedIndex:
         return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
 
     def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
-        """The admitted workloads of ``cq`` that use any of ``frs`` (callers sort them)."""
+        """The admitted workloads of ``cq`` that use any of ``frs``, in victim order (lowest priority first)."""
+        key = (cq, frs)
+        cached = self._sorted.get(key)
+        if cached is not None and cached[0] == self._version[cq]:
+            return cached[1]
         index = self._by_fr[cq]
-        if len(frs) == 1:
-            (fr,) = frs
-            return list(index.get(fr, {}).values())
         found: dict[str, Admitted] = {}
         for fr in sorted(frs):
             found.update(index.get(fr, {}))
-        return list(found.values())
+        ordered = sorted(found.values(), key=_VICTIM_RANK)
+        self._sorted[key] = (self._version[cq], ordered)
+        return ordered
 
 
 @dataclass(frozen=True)
@@ -192,14 +201,15 @@ class Preemptor:
         else:
             variant = 0  # decided per candidate
         threshold = pre.max_priority_threshold
-        for adm in self.admitted.using(cq, self.frs):
+        for adm in self.admitted.using(cq, self.frs):  # lowest priority first: stop at the first too high
             cand = adm.workload.priority
             if policy == "LowerPriority" and cand >= p:
-                continue
-            if policy == "LowerOrNewerEqualPriority" and (
-                cand > p or (cand == p and not mine < creation_key(adm.workload))
-            ):
-                continue
+                break
+            if policy == "LowerOrNewerEqualPriority":
+                if cand > p:
+                    break
+                if cand == p and not mine < creation_key(adm.workload):
+                    continue
             kind = variant
             if not kind:
                 below = cand < p and (threshold is None or cand <= threshold)
