@@ -276,7 +276,7 @@ class Scheduler:
         if not self._fits(entry, [pending_victims[n] for n in sorted(pending_victims)]):
             entry.result = "skipped"
             track.reason = (
-                f"skipped in cycle {self.cycle}: the quota it needs was taken by a workload admitted "
+                f"skipped in cycle {self.cycle}: the quota it needs was taken or held by a workload processed "
                 "earlier in the same cycle"
             )
             return False

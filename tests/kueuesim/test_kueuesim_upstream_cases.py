@@ -105,3 +105,40 @@ def test_no_preemption_beyond_what_lending_limits_make_requestable() -> None:
     assert _victims(sim) == []
     assert sim.outcomes["in"].status == "pending"
     assert sim.outcomes["lend2-low"].status == "admitted"
+
+
+def test_capacity_held_for_a_queue_that_cannot_always_reclaim() -> None:
+    """Upstream scheduler cases "capacity (not) blocked when lending clusterqueue can (not guaranteed to) reclaim":
+    ClusterQueueA (2 GPUs, one in use) has a 2-GPU head that would need preemption but finds no victim; unless A
+    reclaims with Any, that head holds A's free GPU for the rest of the cycle, so ClusterQueueB (0 GPUs) cannot
+    borrow it in that cycle ("Workload no longer fits after processing another workload"). Once A's head is
+    parked, B borrows the GPU in the next cycle."""
+    def objs(reclaim: str) -> list[dict[str, Any]]:
+        gpu = {"coveredResources": ["gpu"], "flavors": [{"name": "on-demand", "resources": [
+            {"name": "gpu", "nominalQuota": 2}]}]}
+        none = {"coveredResources": ["gpu"], "flavors": [{"name": "on-demand", "resources": [
+            {"name": "gpu", "nominalQuota": 0}]}]}
+        return [
+            flavor("on-demand"),
+            cluster_queue("cluster-queue-a", gpu, cohort="root", preemption={"reclaimWithinCohort": reclaim}),
+            cluster_queue("cluster-queue-b", none, cohort="root"),
+            local_queue("eng-alpha", "lq", "cluster-queue-a"),
+            local_queue("eng-beta", "lq", "cluster-queue-b"),
+        ]
+
+    from compiler.kueuesim import Workload
+
+    jobs = [
+        Workload("a1-admitted", "eng-alpha", "lq", 0, {"gpu": 1}, 0, admitted_at=1),
+        Workload("a2-pending", "eng-alpha", "lq", 0, {"gpu": 2}, 1),
+        Workload("b1-pending", "eng-beta", "lq", 0, {"gpu": 1}, 2),
+    ]
+    any_one = run(objs("Any"), jobs, max_cycles=1).outcomes
+    assert any_one["b1-pending"].status == "admitted"
+    assert any_one["a2-pending"].status == "pending"
+    for reclaim in ("LowerPriority", "Never"):
+        one = run(objs(reclaim), jobs, max_cycles=1).outcomes
+        assert one["b1-pending"].status == "pending"
+        assert "taken or held by a workload processed earlier" in one["b1-pending"].reason
+        settled = run(objs(reclaim), jobs).outcomes
+        assert settled["b1-pending"].reason.startswith("admitted in cycle 2, borrowing")
