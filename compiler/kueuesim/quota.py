@@ -171,12 +171,20 @@ def lowest_fitting_subtree(cq: Node, fr: FlavorResource, value: int) -> tuple[in
     """
     if not cq.borrowing_with(fr, value) or cq.parent is None:
         return 0, cq.parent is not None
+    node = lender(cq, fr, value)
+    if node is None:
+        return cq.root().height(), False
+    return node.height(), node.parent is not None
+
+
+def lender(cq: Node, fr: FlavorResource, value: int) -> Node | None:
+    """The lowest cohort whose subtree quota covers ``value`` more for ``cq`` (None: not even the root)."""
     remaining = value - cq.local_available(fr)
     for node in cq.ancestors():
         if not node.borrowing_with(fr, remaining):
-            return node.height(), node.parent is not None
+            return node
         remaining -= node.local_available(fr)
-    return cq.root().height(), False
+    return None
 
 
 class QuotaTree:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .flavors import NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
+from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
 from .model import Outcome, Simulation, Workload
 from .objects import ClusterQueueSpec, Config, FlavorResource, parse_objects
 from .preemption import (
@@ -42,7 +42,7 @@ from .preemption import (
     simulate_preemption,
 )
 from .queues import PendingQueue, queue_key
-from .quota import Node, QuotaTree
+from .quota import Node, QuotaTree, lender
 
 
 @dataclass
@@ -118,9 +118,16 @@ class Scheduler:
         node = self.tree.cqs[cq]
         return any(node.borrowing(fr) for fr in usage)
 
-    def _cohort_label(self, cq: str) -> str:
-        root = self.tree.cqs[cq].root()
-        return f" from cohort '{root.name}'" if root.is_cohort else ""
+    def _lenders(self, cq: str, usage: Mapping[FlavorResource, int]) -> str:
+        """The cohorts that lend what ``usage`` borrows, before it is added (" from cohort 'x'")."""
+        node = self.tree.cqs[cq]
+        names = sorted({
+            found.name for fr, qty in usage.items()
+            if node.borrowing_with(fr, qty) and (found := lender(node, fr, qty)) is not None
+        })
+        if not names:
+            return ""
+        return " from cohort " + ", ".join(f"'{n}'" for n in names)
 
     # -- inputs ------------------------------------------------------------
     def place_running(self, workloads: Iterable[Workload]) -> None:
@@ -281,6 +288,7 @@ class Scheduler:
             )
             return False
         usage = dict(entry.assignment.usage)
+        lenders = self._lenders(entry.cq, usage) if mode == FIT else ""
         for fr, qty in usage.items():
             node.add_usage(fr, qty)
         if mode == PREEMPT_MODE:
@@ -303,9 +311,8 @@ class Scheduler:
         if queue.sticky == entry.workload.name:
             queue.sticky = None
         entry.result = "admitted"
-        lender = self._cohort_label(entry.cq)
         track.reason = f"admitted in cycle {self.cycle}" + (
-            f", borrowing quota{lender}" if track.borrowing else ", within its nominal quota"
+            f", borrowing quota{lenders}" if track.borrowing else ", within its nominal quota"
         )
         extra = ", borrowing" if track.borrowing else ""
         self.events.append(

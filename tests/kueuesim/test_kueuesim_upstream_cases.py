@@ -142,3 +142,28 @@ def test_capacity_held_for_a_queue_that_cannot_always_reclaim() -> None:
         assert "taken or held by a workload processed earlier" in one["b1-pending"].reason
         settled = run(objs(reclaim), jobs).outcomes
         assert settled["b1-pending"].reason.startswith("admitted in cycle 2, borrowing")
+
+
+def test_hierarchical_cohort_lower_borrowing_level_goes_first() -> None:
+    """Upstream scheduler case "in a hierarchical cohort, workload borrowing less is scheduled first": cohort
+    "guaranteed" (4 CPUs, child of root) holds queue "guaranteed" (0 CPUs); queue "best-effort" (0 CPUs) hangs off
+    root. Both 4-CPU heads borrow, but the guaranteed one only from its own cohort (level 1) and the priority-3
+    best-effort one from the root (level 2): the guaranteed one is admitted."""
+    from .builders import cohort, group, quota
+
+    objs = [
+        flavor("default"),
+        cohort("root"),
+        cohort("guaranteed", group(["cpu"], ("default", [quota("cpu", 4)])), parent="root"),
+        cluster_queue("guaranteed", cpu_group(0), cohort="guaranteed"),
+        cluster_queue("best-effort", cpu_group(0), cohort="root"),
+        local_queue("eng-alpha", "lq-guaranteed", "guaranteed"),
+        local_queue("eng-alpha", "lq-best-effort", "best-effort"),
+    ]
+    out = run(objs, [
+        wl("guaranteed", "lq-guaranteed", 4, ns="eng-alpha", priority=0),
+        wl("best-effort", "lq-best-effort", 4, ns="eng-alpha", priority=3),
+    ]).outcomes
+    assert out["guaranteed"].status == "admitted"
+    assert out["guaranteed"].reason == "admitted in cycle 1, borrowing quota from cohort 'guaranteed'"
+    assert out["best-effort"].status == "pending"
