@@ -87,10 +87,12 @@ class AdmittedIndex:
             self._by_fr[adm.cq][(flavor, res)].pop(adm.workload.name, None)
         prio = adm.workload.priority
         for fr, value in adm.usage.items():
-            bucket = self._by_priority[adm.cq][fr]
-            bucket[prio] -= value
-            if not bucket[prio]:
-                del bucket[prio]
+            bucket = self._by_priority[adm.cq].setdefault(fr, {})
+            left = bucket.get(prio, 0) - value
+            if left:
+                bucket[prio] = left
+            else:
+                bucket.pop(prio, None)
 
     def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
         """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""

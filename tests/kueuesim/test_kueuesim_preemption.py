@@ -227,3 +227,27 @@ def test_preempted_workload_is_readmitted_when_quota_frees() -> None:
     assert out["a-1"].status == "admitted"
     assert out["b-big"].status == "preempted"
     assert out["b-small"].status == "admitted"
+
+
+def test_zero_requests_and_evictions_keep_the_books_straight() -> None:
+    """Workloads may request 0 of a covered resource (they still get its flavor); evicting such workloads
+    after others of the same priority must leave the simulator's accounting consistent."""
+    from compiler.kueuesim import Workload
+
+    from .builders import group, quota
+
+    objs = [
+        flavor("default"),
+        cluster_queue("cq", group(["cpu", "nvidia.com/gpu"], ("default", [quota("cpu", 4), quota("nvidia.com/gpu", 2)])),
+                      preemption={"withinClusterQueue": "LowerPriority"}),
+        local_queue("ns", "q", "cq"),
+    ]
+    sim = run(objs, [
+        Workload("gpu-job", "ns", "q", 0, {"cpu": 2000, "nvidia.com/gpu": 2}, 0, admitted_at=1),
+        Workload("z-cpu-job", "ns", "q", 0, {"cpu": 2000, "nvidia.com/gpu": 0}, 1, admitted_at=2),
+        Workload("urgent", "ns", "q", 10, {"cpu": 4000, "nvidia.com/gpu": 2}, 2),
+    ])
+    out = sim.outcomes
+    assert out["urgent"].status == "admitted"
+    assert (out["gpu-job"].status, out["z-cpu-job"].status) == ("preempted", "preempted")
+    assert sim.usage["cq"]["default"] == {"cpu": 4000, "nvidia.com/gpu": 2}
