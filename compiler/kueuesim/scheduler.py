@@ -92,6 +92,7 @@ class Scheduler:
         self.cycle = 0
         self.events: list[str] = []
         self._order = 0
+        self.last_evicted: list[str] = []
 
     # -- placement helpers -------------------------------------------------
     def _resolve(self, wl: Workload) -> tuple[str | None, str]:
@@ -243,6 +244,7 @@ class Scheduler:
                 node.remove_usage(fr, qty)
         for entry in entries:
             self._requeue(entry)
+        self.last_evicted = sorted(victims)
         changed |= self._evict(victims)
         parked_after = sum(len(q.inadmissible) for q in self.queues.values())
         return changed or parked_after > parked_before
@@ -377,6 +379,16 @@ class Scheduler:
                 self.queues[cq.name].unpark_all()
         return bool(victims)
 
+    def signature(self) -> tuple[object, ...]:
+        """Everything that decides future cycles (admitted set, queues, scan progress), to spot loops."""
+        queues = tuple(
+            (name, frozenset(w.name for w in q.pending()), frozenset(q.inadmissible), q.sticky)
+            for name, q in self.queues.items()
+        )
+        admitted = frozenset(n for n, t in self.tracks.items() if t.admitted is not None)
+        scans = frozenset((n, tuple(sorted(t.scan.items()))) for n, t in self.tracks.items() if t.scan)
+        return (admitted, queues, scans)
+
     # -- results -----------------------------------------------------------
     def outcomes(self) -> dict[str, Outcome]:
         out: dict[str, Outcome] = {}
@@ -441,6 +453,7 @@ def simulate(
             batches.setdefault(wl.batch, []).append(wl)
     limit = _idle_limit(config)
     stopped = False
+    after_evictions: dict[tuple[object, ...], int] = {}
     for batch in sorted(batches):
         if stopped:
             break
@@ -458,6 +471,16 @@ def simulate(
             changed = sched.run_cycle()
             if changed is None:
                 break
+            if sched.last_evicted:
+                state = sched.signature()
+                if state in after_evictions:
+                    sched.events.append(
+                        f"stopped in cycle {sched.cycle}: eviction ping-pong, the state after cycle "
+                        f"{after_evictions[state]} came back (last evicted: {', '.join(sched.last_evicted)})"
+                    )
+                    stopped = True
+                    break
+                after_evictions[state] = sched.cycle
             if changed:
                 idle = 0
                 last_busy = sched.cycle
