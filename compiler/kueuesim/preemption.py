@@ -20,7 +20,7 @@ Models ``pkg/scheduler/preemption`` (classical mode, no fair sharing):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from .model import Workload
@@ -36,6 +36,7 @@ _WITHIN, _HIERARCHICAL, _RECLAIM_NO_BORROW, _RECLAIM_WHILE_BORROW = 1, 2, 3, 4
 _REASON = {_WITHIN: WITHIN_CQ, _HIERARCHICAL: RECLAIM, _RECLAIM_NO_BORROW: RECLAIM, _RECLAIM_WHILE_BORROW: BORROW}
 
 _RANK = attrgetter("rank")
+_VICTIM_RANK = attrgetter("victim_rank")
 
 # what the oracle reports for one flavor-resource
 NO_CANDIDATES, PREEMPT, RECLAIM_ONLY = 0, 1, 2
@@ -50,14 +51,11 @@ class Admitted:
     flavors: dict[str, str]
     usage: dict[FlavorResource, int]
     order: tuple[int, int]  # larger = admitted more recently
+    victim_rank: tuple[int, int, int, str] = field(init=False)
 
-    @property
-    def victim_rank(self) -> tuple[int, int, int, str]:
-        """Victim order among one group of candidates: lower priority, then most recently admitted."""
-        return (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
-
-    def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
-        return any((flavor, res) in frs for res, flavor in self.flavors.items())
+    def __post_init__(self) -> None:
+        # victim order within one group of candidates: lower priority, then most recently admitted
+        self.victim_rank = (self.workload.priority, -self.order[0], -self.order[1], self.workload.name)
 
 
 class AdmittedIndex:
@@ -68,8 +66,12 @@ class AdmittedIndex:
         self._by_fr: dict[str, dict[FlavorResource, dict[str, Admitted]]] = {cq: {} for cq in self.by_cq}
         # cq -> flavor-resource -> priority -> usage: a cheap upper bound of what preemption can free
         self._by_priority: dict[str, dict[FlavorResource, dict[int, int]]] = {cq: {} for cq in self.by_cq}
+        # sorted candidate lists are reused until the ClusterQueue's admitted set changes
+        self._version: dict[str, int] = dict.fromkeys(self.by_cq, 0)
+        self._sorted: dict[tuple[str, frozenset[FlavorResource]], tuple[int, list[Admitted]]] = {}
 
     def add(self, adm: Admitted) -> None:
+        self._version[adm.cq] += 1
         self.by_cq[adm.cq][adm.workload.name] = adm
         for res, flavor in adm.flavors.items():
             self._by_fr[adm.cq].setdefault((flavor, res), {})[adm.workload.name] = adm
@@ -79,15 +81,18 @@ class AdmittedIndex:
             bucket[prio] = bucket.get(prio, 0) + value
 
     def remove(self, adm: Admitted) -> None:
+        self._version[adm.cq] += 1
         del self.by_cq[adm.cq][adm.workload.name]
         for res, flavor in adm.flavors.items():
             self._by_fr[adm.cq][(flavor, res)].pop(adm.workload.name, None)
         prio = adm.workload.priority
         for fr, value in adm.usage.items():
-            bucket = self._by_priority[adm.cq][fr]
-            bucket[prio] -= value
-            if not bucket[prio]:
-                del bucket[prio]
+            bucket = self._by_priority[adm.cq].setdefault(fr, {})
+            left = bucket.get(prio, 0) - value
+            if left:
+                bucket[prio] = left
+            else:
+                bucket.pop(prio, None)
 
     def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
         """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""
@@ -95,15 +100,18 @@ class AdmittedIndex:
         return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
 
     def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
-        """The admitted workloads of ``cq`` that use any of ``frs``, by name."""
+        """The admitted workloads of ``cq`` that use any of ``frs``, in victim order (lowest priority first)."""
+        key = (cq, frs)
+        cached = self._sorted.get(key)
+        if cached is not None and cached[0] == self._version[cq]:
+            return cached[1]
         index = self._by_fr[cq]
-        if len(frs) == 1:
-            (fr,) = frs
-            return list(index.get(fr, {}).values())
         found: dict[str, Admitted] = {}
         for fr in sorted(frs):
             found.update(index.get(fr, {}))
-        return list(found.values())
+        ordered = sorted(found.values(), key=_VICTIM_RANK)
+        self._sorted[key] = (self._version[cq], ordered)
+        return ordered
 
 
 @dataclass(frozen=True)
@@ -115,17 +123,6 @@ class Target:
 def creation_key(wl: Workload) -> tuple[int, str]:
     """Creation order; equal timestamps are broken by name, as the contract says."""
     return (wl.created, wl.name)
-
-
-def satisfies_policy(policy: str, preemptor: Workload, candidate: Workload) -> bool:
-    """Kueue's SatisfiesPreemptionPolicy for LowerPriority / LowerOrNewerEqualPriority / Any."""
-    if policy == "LowerPriority":
-        return preemptor.priority > candidate.priority
-    if policy == "LowerOrNewerEqualPriority":
-        return preemptor.priority > candidate.priority or (
-            preemptor.priority == candidate.priority and creation_key(preemptor) < creation_key(candidate)
-        )
-    return policy == "Any"
 
 
 def remove(tree: QuotaTree, adm: Admitted) -> None:
@@ -187,29 +184,39 @@ class Preemptor:
     def _forbidden_borrow(self) -> bool:
         return self.spec.preemption.borrow_within_cohort == "Never"
 
-    def _classify(self, adm: Admitted, hierarchical: bool) -> int | None:
-        pre = self.spec.preemption
-        same = adm.cq == self.spec.name
-        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
-        if not satisfies_policy(policy, self.workload, adm.workload):
-            return None
-        if same:
-            return _WITHIN
-        if hierarchical:
-            return _HIERARCHICAL
-        if self._forbidden_borrow():
-            return _RECLAIM_NO_BORROW
-        cand, inc = adm.workload.priority, self.workload.priority
-        threshold = pre.max_priority_threshold
-        if cand >= inc or (threshold is not None and cand > threshold):
-            return _RECLAIM_NO_BORROW
-        return _RECLAIM_WHILE_BORROW
-
     def _from_cq(self, cq: str, lca: Node | None, hierarchical: bool, out: list[_Candidate]) -> None:
-        for adm in self.admitted.using(cq, self.frs):
-            variant = self._classify(adm, hierarchical)
-            if variant is not None:
-                out.append(_Candidate(adm, lca, variant, adm.victim_rank))
+        """Candidates of one ClusterQueue: the policy filter and the variant (own queue, hierarchical
+        reclaim, reclaim only without borrowing, reclaim while borrowing), in one loop as it is the hot path."""
+        pre = self.spec.preemption
+        same = cq == self.spec.name
+        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
+        if policy not in ("LowerPriority", "LowerOrNewerEqualPriority", "Any"):
+            return
+        p = self.workload.priority
+        mine = creation_key(self.workload)
+        if same:
+            variant = _WITHIN
+        elif hierarchical:
+            variant = _HIERARCHICAL
+        elif self._forbidden_borrow():
+            variant = _RECLAIM_NO_BORROW
+        else:
+            variant = 0  # decided per candidate
+        threshold = pre.max_priority_threshold
+        for adm in self.admitted.using(cq, self.frs):  # lowest priority first: stop at the first too high
+            cand = adm.workload.priority
+            if policy == "LowerPriority" and cand >= p:
+                break
+            if policy == "LowerOrNewerEqualPriority":
+                if cand > p:
+                    break
+                if cand == p and not mine < creation_key(adm.workload):
+                    continue
+            kind = variant
+            if not kind:
+                below = cand < p and (threshold is None or cand <= threshold)
+                kind = _RECLAIM_WHILE_BORROW if below else _RECLAIM_NO_BORROW
+            out.append(_Candidate(adm, lca, kind, adm.victim_rank))
 
     def _in_subtree(self, current: Node, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
         for child in current.child_cohorts:

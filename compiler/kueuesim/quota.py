@@ -20,14 +20,19 @@ _NO_QUOTA = Quota(0)
 class Node:
     """One ClusterQueue or Cohort with its quotas and current usage."""
 
-    __slots__ = ("child_cohorts", "child_cqs", "is_cohort", "name", "parent", "quotas", "subtree", "usage")
+    __slots__ = (
+        "borrow_limits", "child_cohorts", "child_cqs", "is_cohort", "local", "name", "parent", "quotas", "subtree",
+        "usage",
+    )
 
     def __init__(self, name: str, is_cohort: bool, quotas: Mapping[FlavorResource, Quota]) -> None:
         self.name = name
         self.is_cohort = is_cohort
         self.parent: Node | None = None
         self.quotas = dict(quotas)
+        self.borrow_limits = {fr: q.borrowing_limit for fr, q in quotas.items() if q.borrowing_limit is not None}
         self.subtree: dict[FlavorResource, int] = {}
+        self.local: dict[FlavorResource, int] = {}  # private quota per flavor-resource, fixed once built
         self.usage: dict[FlavorResource, int] = {}
         self.child_cqs: list[Node] = []
         self.child_cohorts: list[Node] = []
@@ -40,26 +45,37 @@ class Node:
 
     def local_quota(self, fr: FlavorResource) -> int:
         """Quota this node keeps to itself: what its lendingLimit does not lend (0 without one)."""
-        lend = self.quota(fr).lending_limit
-        if lend is None:
-            return 0
-        return max(0, self.subtree.get(fr, 0) - lend)
+        return self.local.get(fr, 0)
+
+    def _compute_local(self) -> None:
+        self.local = {
+            fr: max(0, self.subtree.get(fr, 0) - q.lending_limit)
+            for fr, q in self.quotas.items()
+            if q.lending_limit is not None
+        }
 
     def local_available(self, fr: FlavorResource) -> int:
-        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+        return max(0, self.local.get(fr, 0) - self.usage.get(fr, 0))
 
     def available(self, fr: FlavorResource) -> int:
         """What can still be used here: private leftovers plus what the ancestors let us borrow."""
-        if self.parent is None:
-            return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
-        from_parent = self.parent.available(fr)
-        borrow = self.quota(fr).borrowing_limit
-        if borrow is not None:
-            lq = self.local_quota(fr)
-            stored_in_parent = self.subtree.get(fr, 0) - lq
-            used_in_parent = max(0, self.usage.get(fr, 0) - lq)
-            from_parent = min(stored_in_parent - used_in_parent + borrow, from_parent)
-        return self.local_available(fr) + from_parent
+        path: list[Node] = []
+        node: Node | None = self
+        while node is not None:
+            path.append(node)
+            node = node.parent
+        top = path[-1]
+        avail = top.subtree.get(fr, 0) - top.usage.get(fr, 0)
+        for node in reversed(path[:-1]):
+            used = node.usage.get(fr, 0)
+            lq = node.local.get(fr, 0)
+            borrow = node.borrow_limits.get(fr)
+            if borrow is not None:
+                stored_in_parent = node.subtree.get(fr, 0) - lq
+                used_in_parent = used - lq if used > lq else 0
+                avail = min(stored_in_parent - used_in_parent + borrow, avail)
+            avail += lq - used if lq > used else 0
+        return avail
 
     def potential_available(self, fr: FlavorResource) -> int:
         """The most this node could ever get with every other node idle."""
@@ -72,16 +88,29 @@ class Node:
         return avail
 
     def add_usage(self, fr: FlavorResource, value: int) -> None:
-        local = self.local_available(fr)
-        self.usage[fr] = self.usage.get(fr, 0) + value
-        if self.parent is not None and value > local:
-            self.parent.add_usage(fr, value - local)
+        """Use ``value`` more here; what the private quota cannot cover is used in the parent too."""
+        node: Node | None = self
+        while node is not None:
+            used = node.usage.get(fr, 0)
+            lq = node.local.get(fr, 0)
+            local = lq - used if lq > used else 0
+            node.usage[fr] = used + value
+            if value <= local:
+                return
+            value -= local
+            node = node.parent
 
     def remove_usage(self, fr: FlavorResource, value: int) -> None:
-        stored_in_parent = self.usage.get(fr, 0) - self.local_quota(fr)
-        self.usage[fr] = self.usage.get(fr, 0) - value
-        if stored_in_parent > 0 and self.parent is not None:
-            self.parent.remove_usage(fr, min(value, stored_in_parent))
+        """Release ``value``; the part that was held in the parent is released there too."""
+        node: Node | None = self
+        while node is not None:
+            used = node.usage.get(fr, 0)
+            stored_in_parent = used - node.local.get(fr, 0)
+            node.usage[fr] = used - value
+            if stored_in_parent <= 0:
+                return
+            value = min(value, stored_in_parent)
+            node = node.parent
 
     def borrowing_with(self, fr: FlavorResource, value: int) -> bool:
         """Would using ``value`` more take this node above its (subtree) nominal quota?"""
@@ -142,12 +171,20 @@ def lowest_fitting_subtree(cq: Node, fr: FlavorResource, value: int) -> tuple[in
     """
     if not cq.borrowing_with(fr, value) or cq.parent is None:
         return 0, cq.parent is not None
+    node = lender(cq, fr, value)
+    if node is None:
+        return cq.root().height(), False
+    return node.height(), node.parent is not None
+
+
+def lender(cq: Node, fr: FlavorResource, value: int) -> Node | None:
+    """The lowest cohort whose subtree quota covers ``value`` more for ``cq`` (None: not even the root)."""
     remaining = value - cq.local_available(fr)
     for node in cq.ancestors():
         if not node.borrowing_with(fr, remaining):
-            return node.height(), node.parent is not None
+            return node
         remaining -= node.local_available(fr)
-    return cq.root().height(), False
+    return None
 
 
 class QuotaTree:
@@ -184,6 +221,7 @@ class QuotaTree:
         for node in self.cqs.values():
             if node.parent is None:
                 node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+                node._compute_local()
 
     def _cohort(self, name: str) -> Node:
         if name not in self.cohorts:
@@ -211,9 +249,11 @@ class QuotaTree:
             self._accumulate(child)
         for cq in node.child_cqs:
             cq.subtree = {fr: q.nominal for fr, q in cq.quotas.items()}
+            cq._compute_local()
         for child in [*node.child_cohorts, *node.child_cqs]:
             for fr, value in child.subtree.items():
                 node.subtree[fr] = node.subtree.get(fr, 0) + value - child.local_quota(fr)
+        node._compute_local()
 
     def in_cycle(self, cq: str) -> bool:
         """A ClusterQueue under a cohort whose parent chain loops is inactive in Kueue."""

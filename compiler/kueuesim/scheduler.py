@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .flavors import NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
+from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
 from .model import Outcome, Simulation, Workload
 from .objects import ClusterQueueSpec, Config, FlavorResource, parse_objects
 from .preemption import (
@@ -42,7 +42,7 @@ from .preemption import (
     simulate_preemption,
 )
 from .queues import PendingQueue, queue_key
-from .quota import Node, QuotaTree
+from .quota import Node, QuotaTree, lender
 
 
 @dataclass
@@ -92,6 +92,7 @@ class Scheduler:
         self.cycle = 0
         self.events: list[str] = []
         self._order = 0
+        self.last_evicted: list[str] = []
 
     # -- placement helpers -------------------------------------------------
     def _resolve(self, wl: Workload) -> tuple[str | None, str]:
@@ -118,9 +119,16 @@ class Scheduler:
         node = self.tree.cqs[cq]
         return any(node.borrowing(fr) for fr in usage)
 
-    def _cohort_label(self, cq: str) -> str:
-        root = self.tree.cqs[cq].root()
-        return f" from cohort '{root.name}'" if root.is_cohort else ""
+    def _lenders(self, cq: str, usage: Mapping[FlavorResource, int]) -> str:
+        """The cohorts that lend what ``usage`` borrows, before it is added (" from cohort 'x'")."""
+        node = self.tree.cqs[cq]
+        names = sorted({
+            found.name for fr, qty in usage.items()
+            if node.borrowing_with(fr, qty) and (found := lender(node, fr, qty)) is not None
+        })
+        if not names:
+            return ""
+        return " from cohort " + ", ".join(f"'{n}'" for n in names)
 
     # -- inputs ------------------------------------------------------------
     def place_running(self, workloads: Iterable[Workload]) -> None:
@@ -236,6 +244,7 @@ class Scheduler:
                 node.remove_usage(fr, qty)
         for entry in entries:
             self._requeue(entry)
+        self.last_evicted = sorted(victims)
         changed |= self._evict(victims)
         parked_after = sum(len(q.inadmissible) for q in self.queues.values())
         return changed or parked_after > parked_before
@@ -276,11 +285,12 @@ class Scheduler:
         if not self._fits(entry, [pending_victims[n] for n in sorted(pending_victims)]):
             entry.result = "skipped"
             track.reason = (
-                f"skipped in cycle {self.cycle}: the quota it needs was taken by a workload admitted "
+                f"skipped in cycle {self.cycle}: the quota it needs was taken or held by a workload processed "
                 "earlier in the same cycle"
             )
             return False
         usage = dict(entry.assignment.usage)
+        lenders = self._lenders(entry.cq, usage) if mode == FIT else ""
         for fr, qty in usage.items():
             node.add_usage(fr, qty)
         if mode == PREEMPT_MODE:
@@ -303,9 +313,8 @@ class Scheduler:
         if queue.sticky == entry.workload.name:
             queue.sticky = None
         entry.result = "admitted"
-        lender = self._cohort_label(entry.cq)
         track.reason = f"admitted in cycle {self.cycle}" + (
-            f", borrowing quota{lender}" if track.borrowing else ", within its nominal quota"
+            f", borrowing quota{lenders}" if track.borrowing else ", within its nominal quota"
         )
         extra = ", borrowing" if track.borrowing else ""
         self.events.append(
@@ -369,6 +378,16 @@ class Scheduler:
             for cq in ([root] if not root.is_cohort else sorted(root.subtree_cqs(), key=lambda n: n.name)):
                 self.queues[cq.name].unpark_all()
         return bool(victims)
+
+    def signature(self) -> tuple[object, ...]:
+        """Everything that decides future cycles (admitted set, queues, scan progress), to spot loops."""
+        queues = tuple(
+            (name, frozenset(w.name for w in q.pending()), frozenset(q.inadmissible), q.sticky)
+            for name, q in self.queues.items()
+        )
+        admitted = frozenset(n for n, t in self.tracks.items() if t.admitted is not None)
+        scans = frozenset((n, tuple(sorted(t.scan.items()))) for n, t in self.tracks.items() if t.scan)
+        return (admitted, queues, scans)
 
     # -- results -----------------------------------------------------------
     def outcomes(self) -> dict[str, Outcome]:
@@ -434,6 +453,7 @@ def simulate(
             batches.setdefault(wl.batch, []).append(wl)
     limit = _idle_limit(config)
     stopped = False
+    after_evictions: dict[tuple[object, ...], int] = {}
     for batch in sorted(batches):
         if stopped:
             break
@@ -451,6 +471,16 @@ def simulate(
             changed = sched.run_cycle()
             if changed is None:
                 break
+            if sched.last_evicted:
+                state = sched.signature()
+                if state in after_evictions:
+                    sched.events.append(
+                        f"stopped in cycle {sched.cycle}: eviction ping-pong, the state after cycle "
+                        f"{after_evictions[state]} came back (last evicted: {', '.join(sched.last_evicted)})"
+                    )
+                    stopped = True
+                    break
+                after_evictions[state] = sched.cycle
             if changed:
                 idle = 0
                 last_busy = sched.cycle

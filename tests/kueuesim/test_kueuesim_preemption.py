@@ -227,3 +227,59 @@ def test_preempted_workload_is_readmitted_when_quota_frees() -> None:
     assert out["a-1"].status == "admitted"
     assert out["b-big"].status == "preempted"
     assert out["b-small"].status == "admitted"
+
+
+def test_zero_requests_and_evictions_keep_the_books_straight() -> None:
+    """Workloads may request 0 of a covered resource (they still get its flavor); evicting such workloads
+    after others of the same priority must leave the simulator's accounting consistent."""
+    from compiler.kueuesim import Workload
+
+    from .builders import group, quota
+
+    objs = [
+        flavor("default"),
+        cluster_queue("cq", group(["cpu", "nvidia.com/gpu"], ("default", [quota("cpu", 4), quota("nvidia.com/gpu", 2)])),
+                      preemption={"withinClusterQueue": "LowerPriority"}),
+        local_queue("ns", "q", "cq"),
+    ]
+    sim = run(objs, [
+        Workload("gpu-job", "ns", "q", 0, {"cpu": 2000, "nvidia.com/gpu": 2}, 0, admitted_at=1),
+        Workload("z-cpu-job", "ns", "q", 0, {"cpu": 2000, "nvidia.com/gpu": 0}, 1, admitted_at=2),
+        Workload("urgent", "ns", "q", 10, {"cpu": 4000, "nvidia.com/gpu": 2}, 2),
+    ])
+    out = sim.outcomes
+    assert out["urgent"].status == "admitted"
+    assert (out["gpu-job"].status, out["z-cpu-job"].status) == ("preempted", "preempted")
+    assert sim.usage["cq"]["default"] == {"cpu": 4000, "nvidia.com/gpu": 2}
+
+
+def test_eviction_ping_pong_is_detected_and_reported() -> None:
+    """Kueue has no memory across cycles of who preempted for whom (PrioritizePreemptorWorkloads is alpha and
+    off): y (borrowing) evicts x from its own queue, but z - as borrowing, as high in priority and older - is
+    ordered first in the next cycle and takes the quota back, x then reclaims it from z, and so on. The loop
+    stops as soon as a post-eviction state repeats, and says so."""
+    objs = [
+        flavor("default"),
+        cluster_queue("cq-a", cpu_group(2), cohort="c", preemption={
+            "withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority"}}),
+        cluster_queue("cq-b", cpu_group(0), cohort="c"),
+        cluster_queue("cq-l", cpu_group(1), cohort="c"),
+        local_queue("ns", "a", "cq-a"),
+        local_queue("ns", "b", "cq-b"),
+    ]
+    sim = run(objs, [
+        wl("z", "b", 3, priority=10, created=1, admitted_at=1),
+        wl("x", "a", 2, priority=5, created=3),
+        wl("y", "a", 3, priority=10, created=2),
+    ])
+    assert sim.events[1:] == (
+        "cycle 2: preempted z (reclaimWithinCohort) for x",
+        "cycle 3: admitted x in cq-a (flavor default)",
+        "cycle 4: preempted x (withinClusterQueue) for y",
+        "cycle 5: admitted z in cq-b (flavor default, borrowing)",
+        "cycle 7: preempted z (reclaimWithinCohort) for x",
+        "stopped in cycle 7: eviction ping-pong, the state after cycle 2 came back (last evicted: z)",
+    )
+    assert sim.cycles == 7
+    assert sim.outcomes["z"].preempted_by == ("x",)

@@ -210,3 +210,19 @@ def test_equivalent_workloads_are_parked_together() -> None:
     assert out["small"].reason.startswith("admitted in cycle 2,")
     assert out["big2"].status == "pending"
     assert out["big2"].reason.startswith("parked with big1, a workload of the same shape")
+
+
+def test_other_kinds_and_versions_are_ignored() -> None:
+    """Only kueue.x-k8s.io objects of the modelled kinds count: a v1alpha1 ClusterQueue of the same name or
+    a ConfigMap change nothing."""
+    objs = _single()
+    noise = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cq"}, "data": {}},
+        {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+         "spec": {"resourceGroups": []}},
+    ]
+    from compiler.kueuesim import simulate
+
+    plain = run(objs, [wl("w", "q", 4)])
+    assert simulate(noise + objs + noise, [wl("w", "q", 4)]) == plain
+    assert plain.outcomes["w"].status == "admitted"
