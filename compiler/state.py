@@ -26,9 +26,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from . import API_VERSION
+from . import API_VERSION, jsonpos
 from . import diagnostics as d
-from . import jsonpos
 from .config import build_config
 from .diagnostics import Diagnostic
 from .domain.naming import allocation_name, step_label

@@ -34,6 +34,15 @@ CLI = [sys.executable, "-c", "from compiler.cli import main; main()"]
 STATE = "poolc.state.json"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _fixed_clock():
+    """Every apply here (and its subprocesses) starts allocations at one time, so
+    the old and new trees these tests compare are the same bytes run after run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1763866800")
+        yield
+
+
 def tree(root: Path) -> dict[str, bytes]:
     """deploy/ and the state, by relative path (the inputs and the lock file aside)."""
     found = {}
