@@ -125,3 +125,7 @@ A001 = rule("A001", "warning", "running allocation of a subject with no policy o
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")
 
 T001 = rule("T001", "warning", "the cluster (Kueue) will do otherwise than the plan for this step", "targets")
+T002 = rule("T002", "warning", "gpu_type that the node labels of no pool the step may use offer", "targets")
+T003 = rule("T003", "warning", "Kubernetes components of different policies submit from one namespace", "targets")
+R008 = rule("R008", "error", "max_runtime beyond what the step's target allows (SageMaker: 28 days; anywhere: "
+            "10^12 seconds)", "requests")
