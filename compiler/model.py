@@ -190,12 +190,15 @@ class Toleration(Spec):
 
 def _toleration_schema(schema: dict[str, Any]) -> None:
     # the same three rules as Toleration._kubernetes_rules, for editors and check-jsonschema
-    exists = {"required": ["operator"], "properties": {"operator": {"const": "Exists"}}}
+    exists = {"required": ["operator"], "properties": {"operator": {
+        "const": "Exists", "description": "Without a key, a toleration must say operator: Exists (every taint)."}}}
+    no_execute = {"required": ["effect"], "properties": {"effect": {
+        "const": "NoExecute", "description": "tolerationSeconds is only allowed with effect: NoExecute."}}}
     schema["allOf"] = [
         {"if": {"not": {"required": ["key"]}}, "then": exists},
-        {"if": {"required": ["tolerationSeconds"]},
-         "then": {"required": ["effect"], "properties": {"effect": {"const": "NoExecute"}}}},
-        {"if": exists, "then": {"not": {"required": ["value"]}}},
+        {"if": {"required": ["tolerationSeconds"]}, "then": no_execute},
+        {"if": {"required": ["operator"], "properties": {"operator": {"const": "Exists"}}},
+         "then": {"not": {"required": ["value"]}}},
     ]
 
 

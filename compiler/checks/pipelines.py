@@ -39,10 +39,12 @@ def quantities(ctx: Context) -> Iterator[Diagnostic]:
                     d.R001, f"step {request.step!r} sets {name}={value!r}, which is zero bytes; "
                     f"give a positive quantity or leave {name} out", request.field_path(name), request=request.id)
         for key, name in (("mcpu", "cpu_count"), ("memory_mb", "memory")):
-            units = request.demand.get(key, 0)
-            if units > MAX_INT and getattr(request.settings, name) is not None:
+            units, written = request.demand.get(key, 0), getattr(request.settings, name)
+            if units > MAX_INT and written is not None:
+                if isinstance(written, float) and written.is_integer():
+                    written = int(written)  # cpu_count is read as a number: say 2000000000, not 2e9
                 yield request.entry.doc.diagnostic(
-                    d.R001, f"step {request.step!r} sets {name}={getattr(request.settings, name)!r}, which asks "
+                    d.R001, f"step {request.step!r} sets {name}={written!r}, which asks "
                     f"{key}={units:,}; a request is at most 10^12 units ({MAX_INT:,} {key}): ask for less",
                     request.field_path(name), request=request.id)
 
