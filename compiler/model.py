@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from .units import QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
+from .units import DURATION_PATTERN, QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
 
 MAX_INT = 10**12
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -154,11 +154,69 @@ class Spec(Strict):
 
 # --- ResourcePool ----------------------------------------------------------------
 
+LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316)]
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
+# Kueue's ResourceFlavor holds at most 8 node labels and 8 tolerations (its CRD).
+MAX_FLAVOR_ITEMS = 8
+
+
+class Toleration(Spec):
+    """A Kubernetes toleration (key, operator, value, effect, tolerationSeconds) for the taints of a pool's nodes."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _toleration_schema(schema))
+
+    key: LabelKey | None = Field(default=None, description=(
+        "Taint key to tolerate (Kubernetes label key syntax); leave it out, with operator Exists, to tolerate "
+        "every taint."))
+    operator: Literal["Equal", "Exists"] | None = Field(default=None, description=(
+        "Equal (the default): the taint's value must equal value; Exists: any value (then give no value)."))
+    value: LabelValue | None = Field(default=None, description=(
+        "Taint value to match with operator Equal (label value syntax); not with operator Exists."))
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(default=None, description=(
+        "Taint effect to tolerate: NoSchedule, PreferNoSchedule or NoExecute; leave it out for every effect."))
+    tolerationSeconds: Count | None = Field(default=None, description=(
+        "With effect NoExecute only: how long a running pod stays on a node after the taint appears."))
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self) -> Toleration:
+        if self.key is None and self.operator != "Exists":
+            raise ValueError("a toleration without a key must have operator Exists (it tolerates every taint)")
+        if self.tolerationSeconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds is only allowed with effect NoExecute")
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("a toleration with operator Exists takes no value; remove value or use operator Equal")
+        return self
+
+
+def _toleration_schema(schema: dict[str, Any]) -> None:
+    # the same three rules as Toleration._kubernetes_rules, for editors and check-jsonschema
+    exists = {"required": ["operator"], "properties": {"operator": {
+        "const": "Exists", "description": "Without a key, a toleration must say operator: Exists (every taint)."}}}
+    no_execute = {"required": ["effect"], "properties": {"effect": {
+        "const": "NoExecute", "description": "tolerationSeconds is only allowed with effect: NoExecute."}}}
+    schema["allOf"] = [
+        {"if": {"not": {"required": ["key"]}}, "then": exists},
+        {"if": {"required": ["tolerationSeconds"]}, "then": no_execute},
+        {"if": {"required": ["operator"], "properties": {"operator": {"const": "Exists"}}},
+         "then": {"not": {"required": ["value"]}}},
+    ]
+
+
 class ResourcePoolSpec(Spec):
     capacity: ResourceMap = Field(description=(
         "Integer units per resource key: gpu, mcpu (milli-CPU), memory_mb (decimal MB), step_run (concurrent "
         "steps) and custom keys; aliases cpu (cores) and memory (a quantity). A built-in key without a row is "
         "unbounded; any other key without a row has capacity 0. See docs/format.md#resourcepool."))
+    node_labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_FLAVOR_ITEMS)] | None = Field(
+        default=None, description=(
+            "Labels every node of this pool carries (Kubernetes label syntax, at most 8), e.g. "
+            "poolc.dev/pool: datacenter-one. They become the node labels of the pool's Kueue ResourceFlavor, "
+            "so work admitted on the pool's quota runs on these nodes."))
+    tolerations: Annotated[list[Toleration], Field(max_length=MAX_FLAVOR_ITEMS)] | None = Field(
+        default=None, description=(
+            "Kubernetes tolerations (at most 8) for the taints of this pool's nodes, e.g. {key: nvidia.com/gpu, "
+            "operator: Exists, effect: NoSchedule}. They become the tolerations of the pool's Kueue "
+            "ResourceFlavor, which Kueue adds to the pods it admits on the pool."))
 
 
 # --- Policy ----------------------------------------------------------------------
@@ -226,6 +284,20 @@ def _no_meaning_field(what: str) -> Any:
         f"ZenML 0.98 field ({what}) with no meaning in poolc: always an error; remove it."))
 
 
+def _duration_schema(description: str) -> dict[str, Any]:
+    # One schema for both spellings, so a wrong value gets one precise message:
+    # minimum/maximum apply to integers only, pattern to strings only.
+    return {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_INT, "pattern": DURATION_PATTERN,
+            "description": description}
+
+
+MAX_RUNTIME_HELP = ("The step's hard time limit: seconds as an integer, or a whole number of seconds, minutes, "
+                    "hours or days (600s, 90m, 30h, 2d). Kubernetes activeDeadlineSeconds, SageMaker "
+                    "StoppingCondition.MaxRuntimeInSeconds (at most 28 days there). Default: none on Kubernetes, "
+                    "one day on SageMaker.")
+Duration = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
+                     WithJsonSchema(_duration_schema(MAX_RUNTIME_HELP))]
+
 NoMeaning = Annotated[Any, AfterValidator(_no_poolc_meaning), WithJsonSchema({"not": {}})]
 
 # ZenML 0.98 spelling -> the v1 field it stands for (same meaning, warning R007).
@@ -258,6 +330,7 @@ class ResourceSettings(Spec):
         default=None, description=(
             "Custom request keys and amounts (>= 1), e.g. tensorrt_sessions: 1; merged key by key with the "
             "pipeline default. gpu_count, cpu_count and memory win over the same key here."))
+    max_runtime: Duration | None = Field(default=None, description=MAX_RUNTIME_HELP)
     min_replicas: Count | None = Field(default=None, description=(
         "Deployed pipelines: minimum replicas; must not exceed max_replicas unless that is 0. Not planned."))
     max_replicas: Count | None = Field(default=None, description=(

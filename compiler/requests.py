@@ -7,12 +7,16 @@ line (directories in sorted path order), then document order, then step order.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from .config import Config, Entry
 from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, parse_timestamp
-from .units import mcpu_ceil, memory_mb_ceil
+from .units import duration_seconds, mcpu_ceil, memory_mb_ceil
+
+# The node label a gpu_type selects on Kubernetes (NVIDIA GPU feature discovery's).
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,20 @@ class StepRequest:
     preemptible: bool
     submitted_at: datetime | None
     entry: Entry[Pipeline]
+
+    @property
+    def gpu_product(self) -> str | None:
+        """The value of the GPU product node selector of this step's Kubernetes Job:
+        its gpu_type as a label value, only when it asks for GPUs."""
+        if not self.settings.gpu_type or not self.demand.get("gpu"):
+            return None
+        return gpu_product_value(self.settings.gpu_type)
+
+    @property
+    def max_runtime_seconds(self) -> int | None:
+        """The step's hard time limit in seconds, None when it sets none."""
+        value = self.settings.max_runtime
+        return None if value is None else duration_seconds(value)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -53,6 +71,12 @@ class StepRequest:
         if written is not None:
             return ("spec", "settings", "resources", written)
         return self.settings_path()
+
+
+def gpu_product_value(gpu_type: str) -> str:
+    """A gpu_type as a label value (spaces and other characters become '-')."""
+    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", gpu_type).strip("-_.")
+    return value[:63].rstrip("-_.")
 
 
 def _written_as(settings: ResourceSettings | None, name: str) -> str | None:

@@ -24,6 +24,12 @@ _QUANTITY = re.compile(QUANTITY_PATTERN)
 
 BYTES_PER_MB = 10**6
 
+# A duration: whole seconds, minutes, hours or days ("90m", "30h", "2d"). At most 15
+# digits, so reading it never meets Python's limit on converting long digit strings.
+DURATION_PATTERN = r"^[1-9][0-9]{0,14}[smhd]$"
+_DURATION = re.compile(DURATION_PATTERN)
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
 
 def parse_bytes(text: str) -> int:
     """Bytes in a quantity string, rounded up to a whole byte ("1.5Ki" -> 1536)."""
@@ -52,6 +58,16 @@ def mcpu_ceil(cores: int | float) -> int:
 def gigabytes_ceil(text: str) -> int:
     """Whole decimal GB, rounded up (SageMaker VolumeSizeInGB)."""
     return -(-parse_bytes(text) // 10**9)
+
+
+def duration_seconds(value: int | str) -> int:
+    """Seconds in a duration: an integer is seconds already, a string is a number and
+    a unit ("90m" -> 5400, "2d" -> 172800)."""
+    if isinstance(value, int):
+        return value
+    if not _DURATION.match(value):
+        raise ValueError(f"not a duration: {value!r}")
+    return int(value[:-1]) * _SECONDS[value[-1]]
 
 
 def format_mcpu(mcpu: int) -> str:

@@ -258,3 +258,25 @@ def test_malformed_plan_structure_is_refused_not_an_internal_error(platform, tex
     Path("plan.json").write_text(text, encoding="utf-8")
     result = cli("apply", "examples", "--output-dir", "deploy", "--plan", "plan.json")
     assert result.exit_code == 1 and "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("settings, field", [("cpu_count: 2000000000", "cpu_count"), ("memory: 2000PB", "memory")])
+def test_a_request_above_10_to_the_12_is_a_diagnostic_not_an_internal_error(platform, settings, field):
+    """cpu-batch meters both keys, but aws-sagemaker (gpu, step_run only) does not: the
+    request used to pass validate there and overflow the plan (exit 3)."""
+    Path("examples/pipelines/huge.yaml").write_text(
+        "apiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: huge}\nspec:\n  stack: research-stack\n"
+        f"  steps:\n    big: {{settings: {{resources: {{{settings}}}}}}}\n", encoding="utf-8")
+    Path("examples/policies/research-unmetered.yaml").write_text(
+        "apiVersion: poolc/v1\nkind: Policy\nmetadata: {name: research-unmetered}\n"
+        "spec: {subject: research-k8s, pool: aws-sagemaker}\n", encoding="utf-8")
+    validated = poolc("validate", "examples", cwd=platform)
+    assert validated.returncode == 1 and "error[R001]" in validated.stdout
+    for strategy in ("optimal", "zenml"):
+        plan = poolc("plan", "examples", "--strategy", strategy, "--format", "json", cwd=platform)
+        assert plan.returncode == 1, plan.stderr
+        big = next(r for r in json.loads(plan.stdout)["requests"] if r["id"] == "huge/big")
+        assert big["status"] == "rejected" and big["reason"] == "R001"
+        assert any(d["rule"] == "R001" and d["file"] == "examples/pipelines/huge.yaml" and d["line"] == 7
+                   and f"sets {field}=" in d["message"] and "10^12" in d["message"]
+                   for d in json.loads(plan.stdout)["diagnostics"])

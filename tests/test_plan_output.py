@@ -57,13 +57,13 @@ apiVersion: poolc/v1
 kind: Stack
 metadata: {name: prod-stack}
 spec:
-  orchestrator: {name: prod-k8s, flavor: kubernetes, image: "train:1"}
+  orchestrator: {name: prod-k8s, flavor: kubernetes, namespace: prod, image: "train:1"}
 ---
 apiVersion: poolc/v1
 kind: Stack
 metadata: {name: research-stack}
 spec:
-  orchestrator: {name: research-k8s, flavor: kubernetes, image: "train:1"}
+  orchestrator: {name: research-k8s, flavor: kubernetes, namespace: research, image: "train:1"}
 ---
 apiVersion: poolc/v1
 kind: Stack

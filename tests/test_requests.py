@@ -278,3 +278,15 @@ def test_the_zenml_098_fixture_builds_a_non_preemptible_a100_step():
 def test_zenml_098_fields_refused_by_the_model(fields):
     with pytest.raises(ValueError):
         settings(**fields)
+
+
+def test_max_runtime_merges_like_other_settings(tmp_path: Path):
+    """The pipeline default applies to every step; a step's own max_runtime wins, in
+    either spelling (an integer is seconds)."""
+    default = "  settings:\n    resources: {max_runtime: 2h}\n"
+    steps = ("    a: {}\n    b: {settings: {resources: {max_runtime: 90}}}\n"
+             "    c: {settings: {resources: {cpu_count: 1}}}\n")
+    path = write(tmp_path, "p.yaml", pipeline("p", steps, default))
+    assert [(r.step, r.max_runtime_seconds) for r in requests_of([path])] == [("a", 7200), ("b", 90), ("c", 7200)]
+    path = write(tmp_path, "q.yaml", pipeline("q", "    a: {}\n"))
+    assert [r.max_runtime_seconds for r in requests_of([path])] == [None]

@@ -219,6 +219,11 @@ SMALL = textwrap.dedent(f"""\
     metadata: {{name: gpu-pool}}
     spec:
       capacity: {{gpu: 4, mcpu: 64000, memory_mb: 256000, step_run: 8}}
+      node_labels: {{node-pool: gpu, example.com/zone: "", nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}}
+      tolerations:
+        - {{operator: Exists}}
+        - {{key: dedicated, value: ml}}
+        - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}}
     ---
     apiVersion: poolc/v1
     kind: Policy
@@ -262,7 +267,7 @@ SMALL = textwrap.dedent(f"""\
         too_big: {{settings: {{resources: {{gpu_count: 8}}}}}}
         a_step_with_a_rather_long_name_too: {{settings: {{resources: {{gpu_count: 1}}}}}}
         free_step: {{step_operator: free-k8s}}
-        spot: {{step_operator: sm}}
+        spot: {{step_operator: sm, settings: {{resources: {{max_runtime: 3d}}}}}}
         steady: {{step_operator: sm, settings: {{resources: {{preemptible: false, disk: 1.5TB}}}}}}
     """)
 
@@ -315,7 +320,7 @@ def test_spot_training_and_volume_size(small):
     spot = json.loads(files[f"sagemaker/{LONG}--spot.json"])
     assert spot["EnableManagedSpotTraining"] is True
     stop = spot["StoppingCondition"]
-    assert stop["MaxWaitTimeInSeconds"] >= stop["MaxRuntimeInSeconds"] == 86400
+    assert stop["MaxWaitTimeInSeconds"] >= stop["MaxRuntimeInSeconds"] == 3 * 86400  # its max_runtime: 3d
     assert spot["CheckpointConfig"]["S3Uri"].startswith(spot["OutputDataConfig"]["S3OutputPath"] + "/")
     assert spot["ResourceConfig"]["VolumeSizeInGB"] == 30
     steady = json.loads(files[f"sagemaker/{LONG}--steady.json"])
@@ -515,10 +520,38 @@ def kueue_rule_problems(objects: list[dict]) -> list[str]:
                 problems.append(f"{kind} {name}: borrowWithinCohort needs reclaimWithinCohort")
     if len(orders) > 1:
         problems.append(f"covered resources differ between objects: {sorted(orders)}")
+    for (_, name), flavor in by_kind.get("ResourceFlavor", {}).items():
+        problems += [f"ResourceFlavor {name}: {p}" for p in flavor_problems(flavor["spec"])]
     queues = {name for _, name in by_kind.get("ClusterQueue", {})}
     for (namespace, name), local in by_kind.get("LocalQueue", {}).items():
         if local["spec"]["clusterQueue"] not in queues:
             problems.append(f"LocalQueue {namespace}/{name}: ClusterQueue {local['spec']['clusterQueue']} missing")
+    return problems
+
+
+def flavor_problems(spec: dict) -> list[str]:
+    """The ResourceFlavor CRD's CEL rules on tolerations (the JSON Schema check does not
+    run CEL) and Kueue's webhook validation of node labels (label syntax)."""
+    problems = []
+    for key, value in spec.get("nodeLabels", {}).items():
+        prefix, _, name = key.rpartition("/")
+        if prefix and not (DNS_SUBDOMAIN.fullmatch(prefix) and len(prefix) <= 253):
+            problems.append(f"node label key {key!r}: bad prefix")
+        if not (LABEL_VALUE.fullmatch(name) and 0 < len(name) <= 63):
+            problems.append(f"node label key {key!r}: bad name")
+        if not (LABEL_VALUE.fullmatch(value) and len(value) <= 63):
+            problems.append(f"node label value {value!r}: bad value")
+    for t in spec.get("tolerations", []):
+        if "key" not in t and t.get("operator") != "Exists":
+            problems.append(f"{t}: operator must be Exists when 'key' is empty")
+        if "tolerationSeconds" in t and t.get("effect") != "NoExecute":
+            problems.append(f"{t}: effect must be 'NoExecute' when 'tolerationSeconds' is set")
+        if "operator" in t and t["operator"] not in ("Equal", "Exists"):
+            problems.append(f"{t}: supported toleration operators: Equal, Exists")
+        if t.get("operator") == "Exists" and "value" in t:
+            problems.append(f"{t}: a value must be empty when 'operator' is 'Exists'")
+        if "effect" in t and t["effect"] not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            problems.append(f"{t}: unsupported taint effect")
     return problems
 
 
@@ -537,8 +570,12 @@ def test_kueue_rule_check_can_fail(files):
     resources[0], resources[1] = resources[1], resources[0]
     resources[4]["lendingLimit"] = "2P"
     del queue["spec"]["namespaceSelector"]
+    flavor = next(o for o in objects if o["kind"] == "ResourceFlavor")
+    flavor["spec"]["tolerations"] += [{"operator": "Equal"}, {"key": "a", "effect": "NoSchedule",
+                                                              "tolerationSeconds": 5}]
     problems = "\n".join(kueue_rule_problems(objects))
-    for expected in ("without a cohort or parent", "not in the order", "lendingLimit above", "no namespaceSelector"):
+    for expected in ("without a cohort or parent", "not in the order", "lendingLimit above", "no namespaceSelector",
+                     "operator must be Exists", "effect must be 'NoExecute'"):
         assert expected in problems
 
 
@@ -674,3 +711,38 @@ def test_queued_sagemaker_steps_are_kept_apart(files, examples):
     inside = {p for p in files if p.startswith("sagemaker/queued/")}
     assert inside == {"sagemaker/queued/llm-finetune--quantize_adapter.json"}
     assert not any("quantize_adapter" in p for p in top)
+
+
+# --- nodes and time limits ---------------------------------------------------------------------
+
+def test_a_pool_flavor_carries_its_node_labels_and_tolerations(files, small):
+    objects = all_objects(files, "kueue/") + all_objects(small[1], "kueue/")
+    flavors = {o["metadata"]["name"]: o["spec"] for _, o in objects if o["kind"] == "ResourceFlavor"}
+    assert flavors["datacenter-one"] == {"nodeLabels": {"node-pool": "dc1"}, "tolerations": [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    assert flavors["cpu-batch"] == {}                          # a pool without node_labels: any node
+    assert flavors["gpu-pool"]["nodeLabels"] == {"example.com/zone": "", "node-pool": "gpu",
+                                                 "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    assert flavors["gpu-pool"]["tolerations"][2] == {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                                     "effect": "NoExecute", "tolerationSeconds": 300}
+
+
+def test_max_runtime_is_the_jobs_active_deadline(files):
+    deadlines = {path: job["spec"].get("activeDeadlineSeconds") for path, job in jobs_of(files).items()}
+    assert deadlines.pop("kubernetes/ml-prod/prod-training--register_model.job.yaml") == 900
+    assert deadlines.pop("kubernetes/ml-prod/llm-finetune--package_model.job.yaml") == 12 * 3600  # the default's
+    assert set(deadlines.values()) == {None}                   # no max_runtime: no deadline on Kubernetes
+
+
+def test_max_runtime_is_sagemakers_stopping_condition(files, small):
+    bodies = {p.rsplit("/", 1)[-1]: json.loads(t)["StoppingCondition"] for p, t in {**files, **small[1]}.items()
+              if p.startswith("sagemaker/")}
+    assert bodies["llm-finetune--finetune.json"] == {"MaxRuntimeInSeconds": 36 * 3600}   # not spot: no wait
+    assert bodies["llm-finetune--distill.json"] == {"MaxRuntimeInSeconds": 12 * 3600,
+                                                    "MaxWaitTimeInSeconds": 12 * 3600 + 86400}
+    assert bodies[f"{LONG}--spot.json"] == {"MaxRuntimeInSeconds": 3 * 86400, "MaxWaitTimeInSeconds": 4 * 86400}
+    assert bodies[f"{LONG}--steady.json"] == {"MaxRuntimeInSeconds": 86400}             # SageMaker's default
+    for condition in bodies.values():
+        assert condition["MaxRuntimeInSeconds"] <= 28 * 86400
+        assert condition.get("MaxWaitTimeInSeconds", condition["MaxRuntimeInSeconds"]) >= \
+            condition["MaxRuntimeInSeconds"]

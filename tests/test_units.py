@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from compiler.units import (
     QUANTITY_PATTERN,
+    duration_seconds,
     format_mcpu,
     format_memory_mb,
     gigabytes_ceil,
@@ -197,3 +198,15 @@ def test_parser_accepts_exactly_the_pattern(text: str):
     except ValueError:
         parsed = False
     assert parsed == matches or text.endswith("\n")
+
+
+@pytest.mark.parametrize("value, seconds", [(1, 1), (5400, 5400), ("600s", 600), ("90m", 5400), ("30h", 108000),
+                                            ("2d", 172800), ("28d", 2419200)])
+def test_duration_seconds(value, seconds):
+    assert duration_seconds(value) == seconds
+
+
+@pytest.mark.parametrize("text", ["0m", "1.5h", "90", "2w", "90 m", "-5m", "1" * 16 + "d"])
+def test_duration_seconds_rejects(text):
+    with pytest.raises(ValueError):
+        duration_seconds(text)

@@ -54,7 +54,7 @@ class Context:
 
 def run_checks(ctx: Context) -> list[Diagnostic]:
     """Every registered check over one Context (whose requests the caller may reuse)."""
-    from . import allocations, limits, names, pipelines, pools, stacks  # noqa: F401  (registers the checks)
+    from . import allocations, limits, names, nodes, pipelines, pools, stacks  # noqa: F401  (registers the checks)
 
     found: list[Diagnostic] = []
     for fn in CHECKS:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..domain.eligibility import eligible_policies, rejection
-from ..model import NEW_SPELLINGS, RECLAIM_TOLERANCE, ResourceSettings, SageMakerComponent
+from ..model import MAX_INT, NEW_SPELLINGS, RECLAIM_TOLERANCE, ResourceSettings, SageMakerComponent
 from ..requests import StepRequest
 from ..units import parse_bytes
 from . import Context, check
@@ -26,7 +26,11 @@ def _key_location(request: StepRequest, key: str) -> tuple:
 
 @check
 def quantities(ctx: Context) -> Iterator[Diagnostic]:
-    """R001: memory and disk must be more than zero bytes."""
+    """R001: memory, disk and shm must be more than zero bytes, and the request a
+    step's cpu_count and memory make (mcpu, memory_mb) is at most 10^12 units, the
+    bound of every integer in the language (cpu_count: 2000000000 is 2 x 10^12 mcpu,
+    memory: 2000PB is 2 x 10^12 memory_mb). Without the bound such a step would pass
+    on a pool that does not meter the key and overflow the planner's arithmetic."""
     for request in ctx.requests:
         for name in ("memory", "disk", "shm"):
             value = getattr(request.settings, name)
@@ -34,6 +38,45 @@ def quantities(ctx: Context) -> Iterator[Diagnostic]:
                 yield request.entry.doc.diagnostic(
                     d.R001, f"step {request.step!r} sets {name}={value!r}, which is zero bytes; "
                     f"give a positive quantity or leave {name} out", request.field_path(name), request=request.id)
+        for key, name in (("mcpu", "cpu_count"), ("memory_mb", "memory")):
+            units, written = request.demand.get(key, 0), getattr(request.settings, name)
+            if units > MAX_INT and written is not None:
+                if isinstance(written, float) and written.is_integer():
+                    written = int(written)  # cpu_count is read as a number: say 2000000000, not 2e9
+                yield request.entry.doc.diagnostic(
+                    d.R001, f"step {request.step!r} sets {name}={written!r}, which asks "
+                    f"{key}={units:,}; a request is at most 10^12 units ({MAX_INT:,} {key}): ask for less",
+                    request.field_path(name), request=request.id)
+
+
+# SageMaker's maximum MaxRuntimeInSeconds for a training job: 28 days (botocore's
+# SageMaker service model, StoppingCondition: "The maximum value is 28 days").
+SAGEMAKER_MAX_RUNTIME_SECONDS = 28 * 86_400
+
+
+@check
+def max_runtime(ctx: Context) -> Iterator[Diagnostic]:
+    """R008: a step's max_runtime must fit its target. On a SageMaker step operator it
+    becomes StoppingCondition.MaxRuntimeInSeconds, whose maximum is 28 days (2419200
+    seconds); SageMaker refuses a longer training job. Anywhere it is at most 10^12
+    seconds, like every integer in the language."""
+    for request in ctx.requests:
+        seconds = request.max_runtime_seconds
+        if seconds is None:
+            continue
+        component = ctx.components.get(request.requester or "", (None,))[0]
+        written = request.settings.max_runtime
+        if isinstance(component, SageMakerComponent) and seconds > SAGEMAKER_MAX_RUNTIME_SECONDS:
+            yield request.entry.doc.diagnostic(
+                d.R008, f"step {request.step!r} runs on SageMaker step operator {component.name!r} with "
+                f"max_runtime={written!r} ({seconds:,} seconds), beyond SageMaker's maximum training time of 28 "
+                f"days ({SAGEMAKER_MAX_RUNTIME_SECONDS:,} seconds); write at most 28d and checkpoint to resume",
+                request.field_path("max_runtime"), request=request.id)
+        elif seconds > MAX_INT:
+            yield request.entry.doc.diagnostic(
+                d.R008, f"step {request.step!r} sets max_runtime={written!r} ({seconds:,} seconds), above the "
+                f"limit of 10^12 seconds; write a shorter time limit", request.field_path("max_runtime"),
+                request=request.id)
 
 
 def _replicas_conflict(settings: ResourceSettings) -> tuple[int, int] | None:

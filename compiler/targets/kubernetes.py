@@ -15,14 +15,13 @@ from collections import defaultdict
 
 from ..domain.naming import dns_label, hash_suffixed, local_queue_name, priority_class_name
 from ..model import KubernetesComponent
-from ..requests import StepRequest
+from ..requests import GPU_PRODUCT_LABEL, StepRequest
 from ..units import format_mcpu, format_memory_mb
 from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 
 BUILTIN_KEYS = ("gpu", "mcpu", "memory_mb", "step_run")
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 # poolc/ZenML unit spellings -> Kubernetes quantity suffixes ("4GB" is not valid there).
 _K8S_SUFFIX = {"KB": "k", "K": "k", "k": "k", "MB": "M", "M": "M", "GB": "G", "G": "G", "TB": "T", "T": "T",
@@ -38,12 +37,6 @@ def kubernetes_quantity(text: str) -> str:
         raise ValueError(f"not a quantity: {text!r}")
     number = match.group(1)
     return f"{'0' if number.startswith('.') else ''}{number}{_K8S_SUFFIX[match.group(2)]}"
-
-
-def gpu_product_value(gpu_type: str) -> str:
-    """The gpu_type as a label value (spaces and other characters become '-')."""
-    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", gpu_type).strip("-_.")
-    return value[:63].rstrip("-_.")
 
 
 def kubernetes_steps(ctx: TargetContext) -> list[tuple[StepRequest, KubernetesComponent]]:
@@ -137,12 +130,25 @@ def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesCo
         pod["serviceAccountName"] = component.service_account
     if policy is not None:
         pod["priorityClassName"] = priority_class_name(policy.priority)
-    if request.settings.gpu_type and request.demand.get("gpu"):
-        pod["nodeSelector"] = {GPU_PRODUCT_LABEL: gpu_product_value(request.settings.gpu_type)}
+    if request.gpu_product is not None:
+        pod["nodeSelector"] = {GPU_PRODUCT_LABEL: request.gpu_product}
     pod["containers"] = [_container(ctx, request)]
     if request.settings.shm:
         pod["volumes"] = [_shm_volume(request.settings.shm)]
 
+    spec: dict = {
+        # Kueue unsuspends a managed Job when it admits it; an unmanaged one runs at once.
+        "suspend": policy is not None,
+        # Retries belong to the pipeline; a pod disrupted by preemption or node
+        # drain does not count as a failure of the step.
+        "backoffLimit": 0,
+        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+    }
+    if request.max_runtime_seconds is not None:
+        # max_runtime: the Job fails (and its pods stop) this long after it starts;
+        # a suspended Job's clock starts again when Kueue admits it.
+        spec["activeDeadlineSeconds"] = request.max_runtime_seconds
+    spec["template"] = {"metadata": {"labels": dict(sorted(step_labels.items()))}, "spec": pod}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -152,18 +158,7 @@ def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesCo
             "labels": dict(sorted(labels.items())),
             "annotations": dict(sorted(annotations.items())),
         },
-        "spec": {
-            # Kueue unsuspends a managed Job when it admits it; an unmanaged one runs at once.
-            "suspend": policy is not None,
-            # Retries belong to the pipeline; a pod disrupted by preemption or node
-            # drain does not count as a failure of the step.
-            "backoffLimit": 0,
-            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
-            "template": {
-                "metadata": {"labels": dict(sorted(step_labels.items()))},
-                "spec": pod,
-            },
-        },
+        "spec": spec,
     }
 
 

@@ -19,6 +19,7 @@ from collections import defaultdict
 
 from ..domain.naming import cluster_queue_name, cohort_name, local_queue_name, priority_class_name
 from ..domain.problem import BUILTIN_UNBOUNDED, PolicyRule, Pool
+from ..model import ResourcePoolSpec
 from ..units import format_mcpu, format_memory_mb
 from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
@@ -158,11 +159,20 @@ def local_queue(policy: PolicyRule, namespace: str, preemptible: bool) -> dict:
             "spec": {"clusterQueue": cluster_queue_name(policy.name, preemptible)}}
 
 
-def resource_flavor(pool: Pool) -> dict:
-    """One flavor per pool, with no node labels: v1 pools name no node labels, and
-    GPU models are chosen per Job with a node selector."""
+def resource_flavor(pool: Pool, spec: ResourcePoolSpec | None = None) -> dict:
+    """One flavor per pool. The pool's ``node_labels`` and ``tolerations`` become the
+    flavor's: when Kueue admits a workload on this flavor it adds the node labels to
+    the pods' node selector and the tolerations to their tolerations, so work admitted
+    on the pool's quota runs on the pool's nodes. GPU models are still chosen per Job
+    (a node selector on nvidia.com/gpu.product)."""
+    flavor: dict = {}
+    if spec is not None and spec.node_labels:
+        flavor["nodeLabels"] = dict(sorted(spec.node_labels.items()))
+    if spec is not None and spec.tolerations:
+        # Kubernetes' field order; the list keeps the user's order (it is atomic in the CRD)
+        flavor["tolerations"] = [t.model_dump(exclude_none=True) for t in spec.tolerations]
     return {"apiVersion": API_VERSION, "kind": "ResourceFlavor",
-            "metadata": _meta(pool.name, {f"{LABEL_PREFIX}pool": pool.name}), "spec": {}}
+            "metadata": _meta(pool.name, {f"{LABEL_PREFIX}pool": pool.name}), "spec": flavor}
 
 
 def render_pool(ctx: TargetContext, pool: Pool) -> tuple[list[dict], list[str]] | None:
@@ -171,7 +181,7 @@ def render_pool(ctx: TargetContext, pool: Pool) -> tuple[list[dict], list[str]] 
     if not k8s:
         return None
     every = [q for q in ctx.policy_rules if q.pool == pool.name]
-    objects = [resource_flavor(pool), root_cohort(pool, every)]
+    objects = [resource_flavor(pool, ctx.config.pools[pool.name].obj.spec), root_cohort(pool, every)]
     queues = []
     sources = [ctx.config.pools[pool.name].doc.file]
     for policy in k8s:

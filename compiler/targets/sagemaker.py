@@ -20,8 +20,8 @@ from ..units import gigabytes_ceil
 from .context import TargetContext
 
 DEFAULT_VOLUME_GB = 30
-MAX_RUNTIME_SECONDS = 86_400          # one day; SageMaker's own default
-MAX_WAIT_SECONDS = 2 * MAX_RUNTIME_SECONDS  # spot: up to a day of waiting for capacity, plus the run
+DEFAULT_RUNTIME_SECONDS = 86_400      # one day; SageMaker's own default when a step sets no max_runtime
+SPOT_WAIT_SECONDS = 86_400            # spot: up to a day of waiting for capacity, on top of the run
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 _TAG_UNSAFE = re.compile(r"[^\w .:/=+\-@]")
 
@@ -50,7 +50,8 @@ def training_job(ctx: TargetContext, request: StepRequest, component: SageMakerC
     if policy is not None:
         environment.update({"POOLC_POLICY": policy.name, "POOLC_POOL": policy.pool})
         tags += [_tag("poolc:policy", policy.name), _tag("poolc:pool", policy.pool)]
-    stopping = {"MaxRuntimeInSeconds": MAX_RUNTIME_SECONDS}
+    runtime = request.max_runtime_seconds or DEFAULT_RUNTIME_SECONDS
+    stopping = {"MaxRuntimeInSeconds": runtime}
     body = {
         "TrainingJobName": training_job_name(request.id),
         "AlgorithmSpecification": algorithm,
@@ -67,7 +68,9 @@ def training_job(ctx: TargetContext, request: StepRequest, component: SageMakerC
         "Tags": sorted(tags, key=lambda t: t["Key"]),
     }
     if request.preemptible:
-        stopping["MaxWaitTimeInSeconds"] = MAX_WAIT_SECONDS
+        # SageMaker requires MaxWaitTimeInSeconds >= MaxRuntimeInSeconds: the wait
+        # includes the run itself.
+        stopping["MaxWaitTimeInSeconds"] = runtime + SPOT_WAIT_SECONDS
         body["CheckpointConfig"] = {"S3Uri": f"{output}/checkpoints", "LocalPath": CHECKPOINT_LOCAL_PATH}
     return body
 
