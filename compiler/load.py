@@ -77,6 +77,21 @@ class LoadResult:
     files: list[str]
     documents: list[Document]
     diagnostics: list[Diagnostic]
+    # "documents": poolc documents seen, "foreign": other documents skipped (for the summary line)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _tally(counts: dict[str, int] | None, what: str, n: int = 1) -> None:
+    if counts is not None:
+        counts[what] = counts.get(what, 0) + n
+
+
+_SEPARATOR = re.compile(r"^---", re.MULTILINE)
+
+
+def _foreign_count(text: str) -> int:
+    """Documents in a file that is not parsed: its non-blank parts between '---' lines."""
+    return sum(1 for part in _SEPARATOR.split(text) if part.strip())
 
 
 class _Reject(Exception):
@@ -245,6 +260,9 @@ def _decode(file: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
                                "save it as UTF-8", line, col)
 
 
+decode = _decode  # bytes -> text, or the Y001 diagnostic (also for standard input)
+
+
 class _Resolver(VersionedResolver):
     """ruamel's resolver, made cheap for the C parser: it asks for the YAML version
     on every scalar (raising and catching an AttributeError each time) and builds a
@@ -337,7 +355,7 @@ def _too_deep(text: str) -> int | None:
     return None
 
 
-def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
+def load_text(file: str, text: str, counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
@@ -345,6 +363,7 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
     documents: list[Document] = []
     problems: list[Diagnostic] = []
     if not _mentions_poolc(text):
+        _tally(counts, "foreign", _foreign_count(text))
         return documents, problems
     ours = _OURS.search(text) is not None
     deep = _too_deep(text)
@@ -362,9 +381,12 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
                 problems.append(Diagnostic(file, line, col, end_line, end_col, d.Y008.id, "error",
                                            "this document is a list of poolc documents; write each "
                                            "as its own document separated by '---'"))
+                _tally(counts, "documents")
                 continue
             if not _node_is_ours(node):
+                _tally(counts, "foreign")
                 continue
+            _tally(counts, "documents")
             doc = Document(file, index, None, _span(node))
             try:
                 doc.data = _Builder(doc).build(node, (), 0)
@@ -399,7 +421,7 @@ def load_text(file: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
     return documents, problems
 
 
-def load_file(path: str) -> tuple[list[Document], list[Diagnostic]]:
+def load_file(path: str, counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -411,7 +433,7 @@ def load_file(path: str) -> tuple[list[Document], list[Diagnostic]]:
     text, problem = _decode(path, raw)
     if problem:
         return [], [problem]
-    return load_text(path, text)
+    return load_text(path, text, counts)
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
@@ -442,8 +464,9 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
 def load_paths(paths: Iterable[str]) -> LoadResult:
     files, problems = expand_paths(paths)
     documents: list[Document] = []
+    counts: dict[str, int] = {}
     for f in files:
-        docs, diags = load_file(f)
+        docs, diags = load_file(f, counts)
         documents.extend(docs)
         problems.extend(diags)
-    return LoadResult(files, documents, problems)
+    return LoadResult(files, documents, problems, counts)
