@@ -27,6 +27,13 @@ ERRORS = str(FIXTURES / "negative" / "r003-too-big.yaml")          # 3 errors
 MIXED = str(FIXTURES / "negative" / "k002-foreign-step-operator.yaml")  # 1 error, 1 warning
 SARIF_SCHEMA = REPO.parent / "shared" / "oracles" / "sarif" / "sarif-schema-2.1.0.json"
 DIAGNOSTIC_KEYS = {"file", "line", "column", "end_line", "end_column", "rule", "severity", "message"}
+SUMMARY = re.compile(r"\d+ documents? in \d+ files?: \d+ errors?, \d+ warnings?; \d+ foreign documents? skipped")
+
+
+def diagnostic_lines(stdout: str) -> list[str]:
+    """The text format's diagnostic lines, without the source and caret lines under
+    each (those start with a space: the line-number gutter)."""
+    return [line for line in stdout.splitlines() if not line.startswith(" ")]
 
 
 def poolc(*args: str, cwd: Path | str = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -37,30 +44,32 @@ def poolc(*args: str, cwd: Path | str = REPO, env: dict | None = None) -> subpro
 
 # --- exit codes --------------------------------------------------------------------
 
-def test_clean_exits_0_and_prints_nothing():
+def test_clean_exits_0_with_only_the_summary_line():
     proc = poolc("validate", CONTEXT, CLEAN)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "7 documents in 2 files: 0 errors, 0 warnings; 0 foreign documents skipped\n"
 
 
 def test_warnings_only_exit_0():
     proc = poolc("validate", WARNING_ONLY)
     assert proc.returncode == 0
-    assert re.fullmatch(r".*p006-custom-key\.yaml:10:5: warning\[P006\] .+\n", proc.stdout)
-    assert proc.stderr.strip() == "0 errors, 1 warning in 1 file"
+    assert re.fullmatch(r".*p006-custom-key\.yaml:10:5: warning\[P006\] .+\n", proc.stdout.split("\n")[0] + "\n")
+    assert proc.stderr.strip() == "1 document in 1 file: 0 errors, 1 warning; 0 foreign documents skipped"
 
 
 def test_errors_exit_1_one_line_each():
     proc = poolc("validate", CONTEXT, ERRORS)
     assert proc.returncode == 1
-    lines = proc.stdout.splitlines()
+    lines = diagnostic_lines(proc.stdout)
     assert len(lines) == 3 and all(re.match(r".+\.yaml:\d+:\d+: error\[R003\] .+", x) for x in lines)
-    assert proc.stderr.strip() == "3 errors, 0 warnings in 1 file"
+    assert len(proc.stdout.splitlines()) == 9  # each with its source line and caret
+    assert SUMMARY.fullmatch(proc.stderr.strip()) and ": 3 errors, 0 warnings;" in proc.stderr
 
 
 def test_missing_path_exits_1_with_y001(tmp_path: Path):
     proc = poolc("validate", str(tmp_path / "nope.yaml"))
     assert proc.returncode == 1
-    assert proc.stdout == f"{tmp_path}/nope.yaml:1:1: error[Y001] no such file or directory\n"
+    assert proc.stdout == f"{tmp_path}/nope.yaml:1:1: error[Y001] no such file or directory\n"  # no source: no caret
 
 
 def test_default_path_is_the_current_directory(tmp_path: Path):
@@ -68,12 +77,13 @@ def test_default_path_is_the_current_directory(tmp_path: Path):
                                         "spec:\n  capacty: {}\n", encoding="utf-8")
     proc = poolc("validate", cwd=tmp_path)
     assert proc.returncode == 1
-    assert [line.split(" ")[0] for line in proc.stdout.splitlines()] == ["pool.yaml:4:1:", "pool.yaml:5:3:"]
+    assert [line.split(" ")[0] for line in diagnostic_lines(proc.stdout)] == ["pool.yaml:4:1:", "pool.yaml:5:3:"]
 
 
-def test_empty_directory_is_clean(tmp_path: Path):
+def test_empty_directory_is_clean_but_says_it_read_nothing(tmp_path: Path):
     proc = poolc("validate", str(tmp_path))
     assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "0 documents in 0 files: 0 errors, 0 warnings; 0 foreign documents skipped\n"
 
 
 def test_output_is_deterministic():
@@ -86,7 +96,7 @@ def test_output_is_deterministic():
 
 def test_json_format_shape():
     proc = poolc("validate", "--format", "json", CONTEXT, MIXED)
-    assert proc.returncode == 1 and proc.stderr == ""
+    assert proc.returncode == 1 and SUMMARY.fullmatch(proc.stderr.strip())
     report = json.loads(proc.stdout)
     assert list(report) == ["diagnostics"]
     diags = report["diagnostics"]
@@ -143,7 +153,7 @@ def test_quiet_shows_errors_only_and_no_summary():
     proc = poolc("validate", "--quiet", CONTEXT, MIXED)
     assert proc.returncode == 1
     assert proc.stderr == ""
-    assert [re.search(r"\[(\w+)\]", x)[1] for x in proc.stdout.splitlines()] == ["K002"]
+    assert [re.search(r"\[(\w+)\]", x)[1] for x in diagnostic_lines(proc.stdout)] == ["K002"]
 
 
 def test_quiet_with_warnings_only_is_silent():
@@ -163,7 +173,7 @@ def test_no_color_is_accepted():
 # --- internal errors ---------------------------------------------------------------
 
 INJECT = ("import compiler.validate as v\n"
-          "def boom(paths):\n    raise RuntimeError('injected fault')\n"
+          "def boom(paths, **options):\n    raise RuntimeError('injected fault')\n"
           "v.validate_paths = boom\n"
           "from compiler.cli import main\nmain()\n")
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from compiler.diagnostics import Diagnostic
 from compiler.report import ordered
+from compiler.report.source import with_source
 
 
 def render(diagnostics: list[Diagnostic]) -> str:
-    return "".join(d.as_text() + "\n" for d in ordered(diagnostics))
+    return with_source(ordered(diagnostics))  # each line, then its source line and a caret
