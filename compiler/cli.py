@@ -90,8 +90,8 @@ def main() -> None:
 @format_option
 @click.option("--disable", "disable", multiple=True, metavar="RULE",
               help="Drop this rule's diagnostics (repeatable; adds to [tool.poolc] disable).")
-@click.option("--error-on-warning", is_flag=True, default=None,
-              help="Report warnings as errors, so they fail the run (also [tool.poolc] error-on-warning).")
+@click.option("--error-on-warning/--no-error-on-warning", default=None,
+              help="Report warnings as errors, so they fail the run (overrides [tool.poolc] error-on-warning).")
 @quiet_option
 @color_option
 @guarded
