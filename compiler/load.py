@@ -431,8 +431,8 @@ def load_file(path: str, counts: dict[str, int] | None = None) -> tuple[list[Doc
     except OSError as exc:
         return [], [_error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")]
     text, problem = _decode(path, raw)
-    if problem:
-        return [], [problem]
+    if problem or text is None:
+        return [], [problem] if problem else []
     return load_text(path, text, counts)
 
 
@@ -444,7 +444,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
     seen: set[str] = set()
     for given in paths:
         if os.path.isdir(given):
-            found = []
+            found: list[str] = []
             for root, dirs, names in os.walk(given):
                 dirs[:] = [x for x in dirs if not x.startswith(".")]
                 found.extend(os.path.join(root, n) for n in names if n.endswith(YAML_SUFFIXES))
