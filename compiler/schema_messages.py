@@ -207,7 +207,7 @@ def _type(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
             and _wants_quantity(error.schema):
         yield doc.diagnostic(d.S003, f"{_where(path)}: {_needs_unit(value)}", path)
         return
-    if value is None and expected == ["object"] and path:
+    if value is None and expected == ["object"] and path and isinstance(path[-1], str):
         yield doc.diagnostic(d.S003, _empty_mapping(path, doc), path, key=True)
         return
     wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
