@@ -56,6 +56,11 @@ def guarded(fn: F) -> F:
                        err=True)
             sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
+            from .validate import OptionsError
+
+            if isinstance(exc, OptionsError):  # a bad --disable or [tool.poolc]: a usage error
+                click.echo(f"poolc: {exc}", err=True)
+                sys.exit(EXIT_CHANGES)
             if os.environ.get("POOLC_DEBUG"):
                 raise
             click.echo(f"poolc: internal error: {type(exc).__name__}: {exc} "
@@ -65,14 +70,20 @@ def guarded(fn: F) -> F:
     return cast(F, wrapper)
 
 
-def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool) -> None:
+def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool, summary_line: str | None = None) -> None:
+    """Diagnostics on stdout; unless quiet, a summary on stderr: ``summary_line`` in
+    every format when given (validate), else the short one in text format."""
     from .report import render, summary
 
     shown = [x for x in diagnostics if x.severity == "error"] if quiet else diagnostics
     out = render(fmt, shown)
     if out:
         click.echo(out, nl=False)
-    if fmt == "text" and diagnostics and not quiet:
+    if quiet:
+        return
+    if summary_line is not None:
+        click.echo(summary_line, err=True)
+    elif fmt == "text" and diagnostics:
         click.echo(summary(diagnostics), err=True)
 
 
@@ -95,18 +106,26 @@ def main() -> None:
 @main.command()
 @paths_argument
 @format_option
+@click.option("--disable", "disable", multiple=True, metavar="RULE",
+              help="Drop this rule's diagnostics (repeatable; adds to [tool.poolc] disable).")
+@click.option("--error-on-warning/--no-error-on-warning", default=None,
+              help="Report warnings as errors, so they fail the run (overrides [tool.poolc] error-on-warning).")
 @quiet_option
 @color_option
 @guarded
-def validate(paths: tuple[str, ...], fmt: str, quiet: bool, no_color: bool) -> None:
+def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_on_warning: bool | None,
+             quiet: bool, no_color: bool) -> None:
     """Check files against the schemas and the pool/policy rules (no solver).
 
+    PATHS are files or directories (default: .); - reads YAML from standard input.
     Exit 0 when clean (warnings allowed), 1 when any error is found.
     """
-    from .validate import validate_paths
+    from .validate import STDIN, read_options, validate_paths
 
-    result = validate_paths(paths or (".",))
-    emit_diagnostics(result.diagnostics, fmt, quiet)
+    options = read_options().merged(disable, error_on_warning)
+    stdin = sys.stdin.buffer.read() if STDIN in paths else None
+    result = validate_paths(paths or (".",), stdin=stdin, options=options)
+    emit_diagnostics(result.diagnostics, fmt, quiet, result.summary())
     sys.exit(EXIT_OK if result.ok else EXIT_FINDINGS)
 
 

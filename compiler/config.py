@@ -41,6 +41,17 @@ class Config:
     stacks: dict[str, Entry[Stack]] = field(default_factory=dict)
     pipelines: dict[str, Entry[Pipeline]] = field(default_factory=dict)
     allocations: dict[str, Entry[Allocation]] = field(default_factory=dict)
+    # Documents of a known kind that exist but failed validation: kind -> name ->
+    # document. A reference to one of them is not "undefined" (its own error is
+    # the one to fix), so the reference checks skip it instead of cascading.
+    broken: dict[str, dict[str, Document]] = field(default_factory=dict)
+
+    def is_broken(self, kind: str, name: object) -> bool:
+        return isinstance(name, str) and name in self.broken.get(kind, {})
+
+    def names(self, kind: str) -> list[str]:
+        """Every name of a kind that exists, valid or broken (for did-you-mean)."""
+        return sorted({*self.by_kind(kind), *self.broken.get(kind, {})})
 
     def by_kind(self, kind: str) -> dict[str, Entry]:
         tables: dict[str, dict[str, Entry]] = {
@@ -68,6 +79,13 @@ def _pydantic_diagnostics(doc: Document, error: ValidationError) -> list[Diagnos
     return found
 
 
+def _remember_broken(config: Config, kind: str, doc: Document) -> None:
+    metadata = doc.data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if isinstance(name, str):
+        config.broken.setdefault(kind, {}).setdefault(name, doc)
+
+
 def build_config(files: list[str], documents: list[Document]) -> tuple[Config, list[Diagnostic]]:
     """Validate every document; keep the valid ones by kind and name (first wins)."""
     config = Config(files=list(files))
@@ -82,6 +100,7 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
             except ValidationError as error:
                 found = structural_diagnostics(doc)
                 problems.extend(found or _pydantic_diagnostics(doc, error))
+                _remember_broken(config, kind, doc)
                 continue
         else:
             problems.extend(structural_diagnostics(doc))

@@ -77,6 +77,21 @@ class LoadResult:
     files: list[str]
     documents: list[Document]
     diagnostics: list[Diagnostic]
+    # "documents": poolc documents seen, "foreign": other documents skipped (for the summary line)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _tally(counts: dict[str, int] | None, what: str, n: int = 1) -> None:
+    if counts is not None:
+        counts[what] = counts.get(what, 0) + n
+
+
+_SEPARATOR = re.compile(r"^---", re.MULTILINE)
+
+
+def _foreign_count(text: str) -> int:
+    """Documents in a file that is not parsed: its non-blank parts between '---' lines."""
+    return sum(1 for part in _SEPARATOR.split(text) if part.strip())
 
 
 class _Reject(Exception):
@@ -277,6 +292,9 @@ _yaml.Resolver = _Resolver
 POOLC_KINDS = ("ResourcePool", "Policy", "Stack", "Pipeline", "Allocation")
 
 
+decode = _decode  # bytes -> text, or the Y001 diagnostic (also for standard input)
+
+
 def _node_is_ours(node: Any) -> bool:
     """A document is ours when it is a mapping whose apiVersion starts with poolc/,
     or a look-alike (see _looks_like_ours); decided on the node, before building,
@@ -366,7 +384,8 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     return None
 
 
-def load_text(file: str, text: str, max_documents: int | None = None) -> tuple[list[Document], list[Diagnostic]]:
+def load_text(file: str, text: str, max_documents: int | None = None,
+              counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
@@ -374,6 +393,7 @@ def load_text(file: str, text: str, max_documents: int | None = None) -> tuple[l
     documents: list[Document] = []
     problems: list[Diagnostic] = []
     if not _mentions_poolc(text):
+        _tally(counts, "foreign", _foreign_count(text))
         return documents, problems
     ours = _OURS.search(text) is not None
     deep = _too_deep(text)
@@ -395,9 +415,12 @@ def load_text(file: str, text: str, max_documents: int | None = None) -> tuple[l
                 problems.append(Diagnostic(file, line, col, end_line, end_col, d.Y008.id, "error",
                                            "this document is a list of poolc documents; write each "
                                            "as its own document separated by '---'"))
+                _tally(counts, "documents")
                 continue
             if not _node_is_ours(node):
+                _tally(counts, "foreign")
                 continue
+            _tally(counts, "documents")
             doc = Document(file, index, None, _span(node))
             try:
                 doc.data = _Builder(doc).build(node, (), 0)
@@ -475,7 +498,8 @@ def _read_regular(path: str) -> bytes | Diagnostic:
         os.close(fd)
 
 
-def load_file(path: str, budget: _Budget | None = None) -> tuple[list[Document], list[Diagnostic]]:
+def load_file(path: str, budget: _Budget | None = None,
+              counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
     raw = _read_regular(path)
     if isinstance(raw, Diagnostic):
         return [], [raw]
@@ -488,7 +512,8 @@ def load_file(path: str, budget: _Budget | None = None) -> tuple[list[Document],
     text, problem = _decode(path, raw)
     if text is None:
         return [], [problem] if problem else []
-    documents, problems = load_text(path, text, None if budget is None else MAX_DOCUMENTS - budget.documents)
+    documents, problems = load_text(path, text, None if budget is None else MAX_DOCUMENTS - budget.documents,
+                                    counts)
     if budget is not None:
         budget.documents += len(documents)
         if budget.documents > MAX_DOCUMENTS:
@@ -527,10 +552,11 @@ def load_paths(paths: Iterable[str]) -> LoadResult:
     files, problems = expand_paths(paths)
     documents: list[Document] = []
     budget = _Budget()
+    counts: dict[str, int] = {}
     for f in files:
-        docs, diags = load_file(f, budget)
+        docs, diags = load_file(f, budget, counts)
         documents.extend(docs)
         problems.extend(diags)
         if budget.exhausted:
             break
-    return LoadResult(files, documents, problems)
+    return LoadResult(files, documents, problems, counts)

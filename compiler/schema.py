@@ -145,6 +145,21 @@ def _api_version_problem(doc: Document) -> Diagnostic:
                           f"write 'apiVersion: {API_VERSION}'", ("apiVersion",))
 
 
+def closest_kind(written: str) -> str | None:
+    """The kind meant by a misspelt one. First a kind that contains the written word
+    or is contained in it, ignoring case (Pool -> ResourcePool, Stacks -> Stack,
+    Alloc -> Allocation; at least 3 letters, the nearest in length wins); else the
+    nearest by difflib's ratio on lower case (Pipline -> Pipeline, Polcy -> Policy)."""
+    word = written.strip().lower()
+    kinds = list(KIND_FILES)
+    if len(word) >= 3:
+        containing = [k for k in kinds if word in k.lower() or k.lower() in word]
+        if containing:
+            return min(containing, key=lambda k: (abs(len(k) - len(word)), k))
+    close = difflib.get_close_matches(word, [k.lower() for k in kinds], n=1, cutoff=0.6)
+    return next((k for k in kinds if k.lower() == close[0]), None) if close else None
+
+
 def structural_diagnostics(doc: Document) -> list[Diagnostic]:
     """Envelope and schema problems of one document, each at its key or value."""
     data = doc.data
@@ -157,8 +172,8 @@ def structural_diagnostics(doc: Document) -> list[Diagnostic]:
                                    f"{', '.join(KIND_FILES)})", ("apiVersion",), key=True)]
         if not isinstance(kind, str):
             return [doc.diagnostic(d.S004, f"kind must be a string, one of {', '.join(KIND_FILES)}", ("kind",))]
-        close = difflib.get_close_matches(kind, list(KIND_FILES), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f" (one of {', '.join(KIND_FILES)})"
+        close = closest_kind(kind)
+        hint = f"; did you mean {close!r}?" if close else f" (one of {', '.join(KIND_FILES)})"
         return [doc.diagnostic(d.S004, f"unknown kind {kind!r}{hint}", ("kind",))]
     errors = sorted(_validator(kind).iter_errors(data), key=lambda e: (
         [str(p) for p in e.absolute_path], e.validator, str(e.message)))

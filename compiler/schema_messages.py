@@ -29,7 +29,7 @@ def _describe_pattern(pattern: str) -> str:
         return _PATTERN_HELP[pattern]
     if "KiB" in pattern:
         return "a quantity with a unit, such as 16GB, 16GiB or 16Gi"
-    if "[Tt ]" in pattern:
+    if "[Tt ]" in pattern or "[Tt]" in pattern:
         return "an RFC 3339 timestamp with a time zone, such as 2026-11-20T10:00:00Z"
     if pattern.startswith("^arn:aws"):
         return "an IAM role ARN such as arn:aws:iam::123456789012:role/SageMakerRole"
@@ -102,6 +102,32 @@ def _flavor_error(error: Any, path: tuple, doc: Document, root: dict) -> Iterato
 Explainer = Callable[[Any, Document, dict], Iterator[Diagnostic]]
 
 
+def _resource_fields(root: dict) -> set[str]:
+    return set(root.get("$defs", {}).get("ResourceSettings", {}).get("properties", {}))
+
+
+def _belongs(path: tuple, key: str, root: dict) -> tuple | None:
+    """Where a field written in the wrong place belongs: a ResourceSettings field
+    directly under a step (or a pipeline's spec) or directly under settings."""
+    fields = _resource_fields(root)
+    if not fields or doc_kind(root) != "Pipeline":
+        return None
+    at_step = len(path) == 3 and path[:2] == ("spec", "steps")
+    at_settings = path[-1:] == ("settings",) and (path == ("spec", "settings") or len(path) == 4)
+    if (at_step or path == ("spec",)) and key == "resources":
+        return path + ("settings", "resources")
+    if (at_step or path == ("spec",)) and key in fields:
+        return path + ("settings", "resources", key)
+    if at_settings and key in fields:
+        return path + ("resources", key)
+    return None
+
+
+def doc_kind(root: dict) -> str:
+    """The kind a schema is for, from its title ('poolc v1 Pipeline')."""
+    return str(root.get("title", "")).rsplit(" ", 1)[-1]
+
+
 def _additional_properties(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     value, path = error.instance, tuple(error.absolute_path)
     if not isinstance(value, dict):
@@ -109,6 +135,13 @@ def _additional_properties(error: Any, doc: Document, root: dict) -> Iterator[Di
     known = sorted(error.schema.get("properties", {}))
     patterns = error.schema.get("patternProperties", {})
     for key in sorted(k for k in value if k not in known and not any(re.search(p, k) for p in patterns)):
+        home = None if patterns else _belongs(path, key, root)
+        if home is not None:
+            yield doc.diagnostic(d.S001, f"{key!r} cannot stand directly in {_where(path)}: it belongs in "
+                                 f"{_where(home)} (move it there, indented under "
+                                 f"{'resources' if home[-1] != 'resources' else 'settings'}:)",
+                                 path + (key,), key=True)
+            continue
         if patterns:
             yield doc.diagnostic(d.S001, f"{key!r} is not a resource key: keys are lower-case "
                                  "[a-z][a-z0-9_]* (or the aliases cpu and memory)", path + (key,), key=True)
@@ -142,10 +175,41 @@ def _const(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
         yield from _generic(error, doc, root)
 
 
+def _wants_quantity(schema: Any) -> bool:
+    """A schema for a byte quantity such as 16Gi (its pattern names the units)."""
+    return "KiB" in str(schema)
+
+
+def _needs_unit(value: Any) -> str:
+    number = f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{number} needs a unit: write {number}GB or {number}Gi (a bare number of bytes is not accepted)"
+
+
+def _empty_mapping(path: tuple, doc: Document) -> str:
+    """A mapping whose value is null: the usual cause is that its lines are not
+    indented under its key (they became its siblings, or the document ended)."""
+    key = path[-1]
+    line, col = doc.span(path, key=True)[:2]
+    siblings = [doc.keys[p] for p in doc.keys if len(p) == len(path) and p[:-1] == path[:-1] and p != path]
+    if any(s[0] == line + 1 and s[1] == col for s in siblings) or any(s[0] > line and s[1] < col
+                                                                       for s in doc.keys.values()):
+        return (f"{_where(path)} is empty: the line after '{key}:' is not indented under it, so it is "
+                f"not part of {key}; probably mis-indented: indent the lines that belong to {key} "
+                f"further than '{key}:' (column {col})")
+    return (f"{_where(path)} is empty; give it a mapping (indent its fields under '{key}:') or remove it")
+
+
 def _type(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     value, path = error.instance, tuple(error.absolute_path)
     expected = error.validator_value
     expected = [expected] if isinstance(expected, str) else expected
+    if "string" in expected and isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and _wants_quantity(error.schema):
+        yield doc.diagnostic(d.S003, f"{_where(path)}: {_needs_unit(value)}", path)
+        return
+    if value is None and expected == ["object"] and path and isinstance(path[-1], str):
+        yield doc.diagnostic(d.S003, _empty_mapping(path, doc), path, key=True)
+        return
     wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
     yield doc.diagnostic(d.S003, f"{_where(path)} must be {wanted}, not {_TYPE_NAMES[_type_of(value)]}"
                          + (f" ({value!r})" if isinstance(value, (str, int, float)) else ""), path)
@@ -154,7 +218,10 @@ def _type(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
 def _pattern(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     value, path = error.instance, tuple(error.absolute_path)
     if "propertyNames" not in error.absolute_schema_path:
-        yield doc.diagnostic(d.S003, f"{value!r} is not {_describe_pattern(error.validator_value)}", path)
+        described = _describe_pattern(error.validator_value)
+        if described.startswith("the pattern"):  # never show a long regex: name the field instead
+            described = (f"a valid value for {_where(path)}" if len(error.validator_value) > 40 else described)
+        yield doc.diagnostic(d.S003, f"{value!r} is not {described}", path)
     elif error.validator_value == RESOURCE_MAP_KEY:
         # a key of a mapping (jsonschema reports it at the mapping): point at the key itself
         yield doc.diagnostic(d.S001, f"{value!r} is not a resource key: keys are lower-case "
@@ -212,7 +279,9 @@ def _enum(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
 
 def _any_of(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     path = tuple(error.absolute_path)
-    if path[-1:] == ("shm",):
+    if path[-1:] == ("shm",) and isinstance(error.instance, (int, float)) and not isinstance(error.instance, bool):
+        yield doc.diagnostic(d.S003, f"{_where(path)}: {_needs_unit(error.instance)}, or write 'auto'", path)
+    elif path[-1:] == ("shm",):
         yield doc.diagnostic(d.S003, f"{error.instance!r} is not a quantity such as 1Gi, nor 'auto'", path)
     else:
         yield from _generic(error, doc, root)

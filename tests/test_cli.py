@@ -27,6 +27,13 @@ ERRORS = str(FIXTURES / "negative" / "r003-too-big.yaml")          # 3 errors
 MIXED = str(FIXTURES / "negative" / "k002-foreign-step-operator.yaml")  # 1 error, 1 warning
 SARIF_SCHEMA = REPO.parent / "shared" / "oracles" / "sarif" / "sarif-schema-2.1.0.json"
 DIAGNOSTIC_KEYS = {"file", "line", "column", "end_line", "end_column", "rule", "severity", "message"}
+SUMMARY = re.compile(r"\d+ documents? in \d+ files?: \d+ errors?, \d+ warnings?; \d+ foreign documents? skipped")
+
+
+def diagnostic_lines(stdout: str) -> list[str]:
+    """The text format's diagnostic lines, without the source and caret lines under
+    each (those start with a space: the line-number gutter)."""
+    return [line for line in stdout.splitlines() if not line.startswith(" ")]
 
 
 def poolc(*args: str, cwd: Path | str = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -37,30 +44,32 @@ def poolc(*args: str, cwd: Path | str = REPO, env: dict | None = None) -> subpro
 
 # --- exit codes --------------------------------------------------------------------
 
-def test_clean_exits_0_and_prints_nothing():
+def test_clean_exits_0_with_only_the_summary_line():
     proc = poolc("validate", CONTEXT, CLEAN)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "7 documents in 2 files: 0 errors, 0 warnings; 0 foreign documents skipped\n"
 
 
 def test_warnings_only_exit_0():
     proc = poolc("validate", WARNING_ONLY)
     assert proc.returncode == 0
-    assert re.fullmatch(r".*p006-custom-key\.yaml:10:5: warning\[P006\] .+\n", proc.stdout)
-    assert proc.stderr.strip() == "0 errors, 1 warning in 1 file"
+    assert re.fullmatch(r".*p006-custom-key\.yaml:10:5: warning\[P006\] .+\n", proc.stdout.split("\n")[0] + "\n")
+    assert proc.stderr.strip() == "1 document in 1 file: 0 errors, 1 warning; 0 foreign documents skipped"
 
 
 def test_errors_exit_1_one_line_each():
     proc = poolc("validate", CONTEXT, ERRORS)
     assert proc.returncode == 1
-    lines = proc.stdout.splitlines()
+    lines = diagnostic_lines(proc.stdout)
     assert len(lines) == 3 and all(re.match(r".+\.yaml:\d+:\d+: error\[R003\] .+", x) for x in lines)
-    assert proc.stderr.strip() == "3 errors, 0 warnings in 1 file"
+    assert len(proc.stdout.splitlines()) == 9  # each with its source line and caret
+    assert SUMMARY.fullmatch(proc.stderr.strip()) and ": 3 errors, 0 warnings;" in proc.stderr
 
 
 def test_missing_path_exits_1_with_y001(tmp_path: Path):
     proc = poolc("validate", str(tmp_path / "nope.yaml"))
     assert proc.returncode == 1
-    assert proc.stdout == f"{tmp_path}/nope.yaml:1:1: error[Y001] no such file or directory\n"
+    assert proc.stdout == f"{tmp_path}/nope.yaml:1:1: error[Y001] no such file or directory\n"  # no source: no caret
 
 
 def test_default_path_is_the_current_directory(tmp_path: Path):
@@ -68,12 +77,13 @@ def test_default_path_is_the_current_directory(tmp_path: Path):
                                         "spec:\n  capacty: {}\n", encoding="utf-8")
     proc = poolc("validate", cwd=tmp_path)
     assert proc.returncode == 1
-    assert [line.split(" ")[0] for line in proc.stdout.splitlines()] == ["pool.yaml:4:1:", "pool.yaml:5:3:"]
+    assert [line.split(" ")[0] for line in diagnostic_lines(proc.stdout)] == ["pool.yaml:4:1:", "pool.yaml:5:3:"]
 
 
-def test_empty_directory_is_clean(tmp_path: Path):
+def test_empty_directory_is_clean_but_says_it_read_nothing(tmp_path: Path):
     proc = poolc("validate", str(tmp_path))
     assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "0 documents in 0 files: 0 errors, 0 warnings; 0 foreign documents skipped\n"
 
 
 def test_output_is_deterministic():
@@ -86,7 +96,7 @@ def test_output_is_deterministic():
 
 def test_json_format_shape():
     proc = poolc("validate", "--format", "json", CONTEXT, MIXED)
-    assert proc.returncode == 1 and proc.stderr == ""
+    assert proc.returncode == 1 and SUMMARY.fullmatch(proc.stderr.strip())
     report = json.loads(proc.stdout)
     assert list(report) == ["diagnostics"]
     diags = report["diagnostics"]
@@ -143,7 +153,7 @@ def test_quiet_shows_errors_only_and_no_summary():
     proc = poolc("validate", "--quiet", CONTEXT, MIXED)
     assert proc.returncode == 1
     assert proc.stderr == ""
-    assert [re.search(r"\[(\w+)\]", x)[1] for x in proc.stdout.splitlines()] == ["K002"]
+    assert [re.search(r"\[(\w+)\]", x)[1] for x in diagnostic_lines(proc.stdout)] == ["K002"]
 
 
 def test_quiet_with_warnings_only_is_silent():
@@ -163,7 +173,7 @@ def test_no_color_is_accepted():
 # --- internal errors ---------------------------------------------------------------
 
 INJECT = ("import compiler.validate as v\n"
-          "def boom(paths):\n    raise RuntimeError('injected fault')\n"
+          "def boom(paths, **options):\n    raise RuntimeError('injected fault')\n"
           "v.validate_paths = boom\n"
           "from compiler.cli import main\nmain()\n")
 
@@ -258,3 +268,120 @@ def test_schema_output_dir_writes_every_file(tmp_path: Path):
 def test_version():
     proc = poolc("--version")
     assert proc.returncode == 0 and re.fullmatch(r"poolc, version \d+\.\d+\.\d+\S*\n", proc.stdout)
+
+
+# --- the summary line, standard input, rule options (docs/cli.md#poolc-validate) ------
+
+def test_helm_only_directory_says_nothing_was_ours(tmp_path: Path):
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "deployment.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n---\n"
+        "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n", encoding="utf-8")
+    (tmp_path / "values.yaml").write_text("replicaCount: 1\n", encoding="utf-8")
+    proc = poolc("validate", str(tmp_path))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "0 documents in 2 files: 0 errors, 0 warnings; 3 foreign documents skipped\n"
+
+
+def test_summary_counts_foreign_documents_beside_ours(tmp_path: Path):
+    (tmp_path / "mixed.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"
+        "apiVersion: poolc/v1\nkind: ResourcePool\nmetadata: {name: p}\nspec: {capacity: {gpu: 1}}\n",
+        encoding="utf-8")
+    proc = poolc("validate", str(tmp_path))
+    assert proc.stderr == "1 document in 1 file: 0 errors, 0 warnings; 1 foreign document skipped\n"
+
+
+def test_quiet_has_no_summary_line():
+    assert poolc("validate", "-q", CONTEXT, CLEAN).stderr == ""
+
+
+def _stdin(text: str, *args: str, cwd: Path | str = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", "validate", *args],
+                          input=text, capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_dash_reads_standard_input():
+    text = Path(MIXED).read_text(encoding="utf-8")
+    proc = _stdin(text, CONTEXT, "-")
+    assert proc.returncode == 1
+    assert [line.split(" ")[0] for line in diagnostic_lines(proc.stdout)] == ["<stdin>:25:5:", "<stdin>:34:22:"]
+    assert proc.stderr.startswith("9 documents in 2 files:")
+
+
+def test_dash_with_nothing_of_ours_on_standard_input():
+    proc = _stdin("just: yaml\n", "-")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "0 documents in 1 file: 0 errors, 0 warnings; 1 foreign document skipped\n"
+
+
+def test_disable_drops_a_rule():
+    proc = poolc("validate", "--disable", "P006", WARNING_ONLY)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert ": 0 errors, 0 warnings;" in proc.stderr
+    proc = poolc("validate", "--disable", "R005", "--disable", "k002", CONTEXT, MIXED)
+    assert (proc.returncode, proc.stdout) == (0, "")
+
+
+def test_disable_refuses_unknown_and_structural_rules():
+    proc = poolc("validate", "--disable", "P999", WARNING_ONLY)
+    assert proc.returncode == 2 and "unknown rule 'P999'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = poolc("validate", "--disable", "S001", WARNING_ONLY)
+    assert proc.returncode == 2 and "cannot be disabled" in proc.stderr
+
+
+def test_error_on_warning_shows_and_counts_warnings_as_errors():
+    proc = poolc("validate", "--error-on-warning", WARNING_ONLY)
+    assert proc.returncode == 1
+    assert "error[P006]" in diagnostic_lines(proc.stdout)[0]
+    assert ": 1 error, 0 warnings;" in proc.stderr
+    proc = poolc("validate", "--error-on-warning", "--format", "json", WARNING_ONLY)
+    assert json.loads(proc.stdout)["diagnostics"][0]["severity"] == "error"
+
+
+def _project(tmp_path: Path, table: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nname = 'x'\n\n[tool.poolc]\n{table}", encoding="utf-8")
+    (tmp_path / "config" / "pools").mkdir(parents=True)
+    (tmp_path / "config" / "pools" / "p.yaml").write_text(Path(WARNING_ONLY).read_text(encoding="utf-8"),
+                                                           encoding="utf-8")
+    return tmp_path / "config"
+
+
+def test_pyproject_tool_poolc_is_read_from_a_parent_directory(tmp_path: Path):
+    cwd = _project(tmp_path, 'disable = ["P006"]\n')
+    proc = poolc("validate", cwd=cwd)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    cwd = _project(tmp_path / "b", "error-on-warning = true\n")
+    proc = poolc("validate", cwd=cwd)
+    assert proc.returncode == 1 and "error[P006]" in proc.stdout
+
+
+def test_command_line_wins_over_pyproject(tmp_path: Path):
+    cwd = _project(tmp_path, "error-on-warning = true\n")
+    proc = poolc("validate", "--no-error-on-warning", cwd=cwd)
+    assert proc.returncode == 0 and "warning[P006]" in proc.stdout
+
+
+@pytest.mark.parametrize("table, words", [
+    ('disable = "P006"\n', "must be a list"),
+    ('disable = ["P06"]\n', "unknown rule 'P06'"),
+    ("error-on-warning = 'yes'\n", "must be true or false"),
+    ("colour = true\n", "unknown key 'colour'"),
+    ("disable = [\n", "cannot read [tool.poolc]"),
+])
+def test_bad_pyproject_is_a_clear_error(tmp_path: Path, table: str, words: str):
+    cwd = _project(tmp_path, table)
+    proc = poolc("validate", cwd=cwd)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("poolc: ") and "pyproject.toml" in proc.stderr and words in proc.stderr
+
+
+def test_caret_under_the_offending_value():
+    proc = poolc("validate", CONTEXT, MIXED)
+    lines = proc.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "error[K002]" in line)
+    source, caret = lines[at + 1], lines[at + 2]
+    assert re.fullmatch(r" +34 \| +step_operator: other-op", source), source
+    assert caret.index("^") == source.index("other-op") and caret.endswith("^" + "~" * (len("other-op") - 1))

@@ -393,3 +393,70 @@ def test_every_rule_has_a_fixture():
     covered.add("Y001")  # test_missing_path_is_y001
     assert set(RULES) - set(NOT_FROM_FILES) - covered == set()
     assert covered - set(RULES) == set(), "a fixture expects a rule id that is not registered"
+
+
+# --- hints and did-you-mean: the words, not only the position --------------------
+
+HINTS = [
+    ("s003-quantity-needs-unit", 25, "16 needs a unit: write 16GB or 16Gi"),
+    ("s003-quantity-needs-unit", 14, "512 needs a unit: write 512GB or 512Gi"),
+    ("s003-quantity-needs-unit", 27, "1 needs a unit"),
+    ("s003-bad-timestamp", 11, "such as 2026-11-20T10:00:00Z"),
+    ("s001-misplaced-resource-fields", 15, "belongs in spec.steps.train.settings.resources.preemptible"),
+    ("s001-misplaced-resource-fields", 20, "belongs in spec.steps.evaluate.settings.resources.memory"),
+    ("s001-misplaced-resource-fields", 23, "belongs in spec.steps.package.settings.resources"),
+    ("s003-mis-indented-settings", 13, "probably mis-indented"),
+    ("s004-kind-did-you-mean", 6, "did you mean 'ResourcePool'?"),
+    ("s004-kind-did-you-mean", 11, "did you mean 'Pipeline'?"),
+    ("n002-did-you-mean", 13, "did you mean 'gpu-pool'?"),
+    ("n002-did-you-mean", 14, "did you mean 'team-k8s'?"),
+    ("n002-did-you-mean", 20, "did you mean 'team-stack'?"),
+    ("n002-did-you-mean", 29, "did you mean 'sm-quota'?"),
+    ("n002-did-you-mean", 30, "did you mean 'team-gpu-op'?"),
+    ("n002-did-you-mean", 39, "did you mean 'team-gpu-op'?"),
+]
+
+
+@pytest.mark.parametrize("stem, line, words", HINTS, ids=[f"{s}:{n}" for s, n, _ in HINTS])
+def test_hint_message(stem: str, line: int, words: str):
+    path = FIXTURES / "negative" / f"{stem}.yaml"
+    header = read_header(path)
+    result = validate_paths([_as_given(p) for p in [*header.contexts, path]])
+    messages = [d.message for d in result.diagnostics if d.line == line and d.file == _as_given(path)]
+    assert any(words in m for m in messages), messages
+    assert not any("must be a string" in m or "[0-9]{4}" in m for m in messages), messages
+
+
+def test_kind_suggestion_rule():
+    from compiler.schema import closest_kind
+
+    assert [closest_kind(k) for k in ("Pool", "pool", "Pipline", "Stacks", "Alloc", "Polcy", "Quota")] == [
+        "ResourcePool", "ResourcePool", "Pipeline", "Stack", "Allocation", "Policy", None]
+
+
+CASCADE_POOL = """apiVersion: poolc/v1
+kind: ResourcePool
+metadata:
+  name: onprem-gpus
+spec:
+  capacity:
+    gpu: 16
+    cpu: 512
+    mcpu: 512000
+    step_run: 24
+"""
+
+
+def test_broken_pool_causes_no_cascade_across_files(tmp_path: Path):
+    """The issue's case: one bad pool line, policies and allocations on that pool in
+    other files: exactly one diagnostic, the pool's own S006."""
+    shutil.copytree(REPO / "examples", tmp_path / "repo")
+    root = tmp_path / "repo"
+    for path in root.rglob("*.yaml"):
+        path.write_text(path.read_text(encoding="utf-8").replace("datacenter-one", "onprem-gpus"), encoding="utf-8")
+    (root / "pools" / "datacenter-one.yaml").write_text(CASCADE_POOL, encoding="utf-8")
+    result = validate_paths([_as_given(root)])
+    assert [(d.file, d.line, d.column, d.rule) for d in result.diagnostics] == [
+        (_as_given(root / "pools" / "datacenter-one.yaml"), 8, 5, "S006")]
+    assert any("onprem-gpus" in p.read_text(encoding="utf-8") for p in (root / "policies").glob("*.yaml"))
+    assert any("onprem-gpus" in p.read_text(encoding="utf-8") for p in (root / "state").glob("*.yaml"))

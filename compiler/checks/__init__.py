@@ -51,6 +51,42 @@ class Context:
                 found.setdefault(comp.name, (comp, entry))
         return found
 
+    @cached_property
+    def component_names(self) -> set[str]:
+        """Every component name written in a stack, valid or broken."""
+        from .suggestions import raw_component_names
+
+        names = set(self.components)
+        for doc in self.config.broken.get("Stack", {}).values():
+            names |= raw_component_names(doc.data)
+        return names
+
+    def component_is_broken(self, name: str) -> bool:
+        """A component that only a broken stack defines: references to it are skipped."""
+        return name not in self.components and name in self.component_names
+
+    @cached_property
+    def tainted_requesters(self) -> set[str] | None:
+        """Requesters whose policies cannot be judged because a policy of theirs, or the
+        pool one names, is broken (None: a broken policy names no readable subject, so
+        every requester is). Their eligibility and allocation warnings would be cascades."""
+        from .suggestions import raw_field
+
+        tainted: set[str] = set()
+        for entry in self.config.policies.values():
+            if self.config.is_broken("ResourcePool", entry.obj.spec.pool):
+                tainted.add(entry.obj.spec.subject)
+        for doc in self.config.broken.get("Policy", {}).values():
+            subject = raw_field(doc.data, "subject")
+            if not isinstance(subject, str):
+                return None
+            tainted.add(subject)
+        return tainted
+
+    def is_tainted(self, requester: str | None) -> bool:
+        tainted = self.tainted_requesters
+        return tainted is None or (requester is not None and requester in tainted)
+
 
 def run_checks(ctx: Context) -> list[Diagnostic]:
     """Every registered check over one Context (whose requests the caller may reuse)."""

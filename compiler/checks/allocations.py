@@ -7,25 +7,9 @@ from collections.abc import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from . import Context, check
+from .suggestions import did_you_mean, edit_distance
 
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (insert, delete, substitute one character)."""
-    row = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
-        diagonal, row[0] = row[0], i
-        for j, char_b in enumerate(b, 1):
-            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (char_a != char_b))
-    return row[-1]
-
-
-def did_you_mean(name: str, known: list[str]) -> str:
-    """' did you mean X?' for the closest known name within a third of its length
-    (at least 2 edits), else the known names; a typo should come with its fix."""
-    scored = sorted((edit_distance(name, k), k) for k in known)
-    if scored and scored[0][0] <= max(2, len(name) // 3):
-        return f"; did you mean {scored[0][1]!r}?"
-    return f" (components: {', '.join(sorted(known))})" if known else " (no stack defines any component)"
+__all__ = ["did_you_mean", "edit_distance"]  # kept importable from here
 
 
 @check
@@ -37,9 +21,13 @@ def allocation_references(ctx: Context) -> Iterator[Diagnostic]:
     policies = {(e.obj.spec.subject, e.obj.spec.pool) for e in ctx.config.policies.values()}
     for _, entry in sorted(ctx.config.allocations.items()):
         spec = entry.obj.spec
-        if spec.pool not in ctx.config.pools:
+        if spec.pool not in ctx.config.pools and not ctx.config.is_broken("ResourcePool", spec.pool):
             yield entry.doc.diagnostic(d.N002, f"allocation {entry.name!r} runs on pool {spec.pool!r}, which is "
-                                       "not defined in the files given", ("spec", "pool"))
+                                       "not defined in the files given"
+                                       + did_you_mean(spec.pool, ctx.config.names("ResourcePool"), "pools"),
+                                       ("spec", "pool"))
+        if ctx.component_is_broken(spec.subject) or ctx.is_tainted(spec.subject):
+            continue
         if spec.subject not in ctx.components:
             yield entry.doc.diagnostic(d.N002, f"allocation {entry.name!r} names subject {spec.subject!r}, which "
                                        "is no component of any stack given"

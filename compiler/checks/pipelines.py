@@ -142,8 +142,8 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
     warned: set[str] = set()
     for request in ctx.problem.requests:
         source = by_id[request.id]
-        if source.requester not in ctx.components:
-            continue  # an unknown component is reported by the reference checks
+        if source.requester not in ctx.components or ctx.is_tainted(source.requester):
+            continue  # an unknown component is reported by the reference checks, a broken policy or pool by itself
         ok, reasons = eligible_policies(ctx.problem, request)
         if ok:
             continue

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..model import ResourceMap
 from . import Context, check
+from .suggestions import did_you_mean
 
 _ALIAS = {"mcpu": "cpu", "memory_mb": "memory"}
 
@@ -24,14 +25,21 @@ def policy_references(ctx: Context) -> Iterator[Diagnostic]:
     """N002: a policy's pool and subject must exist (the subject is a stack component)."""
     for _, entry in sorted(ctx.config.policies.items()):
         spec = entry.obj.spec
-        if spec.pool not in ctx.config.pools:
+        if spec.pool not in ctx.config.pools and not ctx.config.is_broken("ResourcePool", spec.pool):
             yield entry.doc.diagnostic(d.N002, f"policy {entry.name!r} names pool {spec.pool!r}, which is not "
-                                       "defined in the files given; define the ResourcePool or fix the name",
-                                       ("spec", "pool"))
-        if spec.subject not in ctx.components:
+                                       "defined in the files given"
+                                       + _fix(spec.pool, ctx.config.names("ResourcePool"), "pools",
+                                              "define the ResourcePool or fix the name"), ("spec", "pool"))
+        if spec.subject not in ctx.components and not ctx.component_is_broken(spec.subject):
             yield entry.doc.diagnostic(d.N002, f"policy {entry.name!r} names subject {spec.subject!r}, which is no "
-                                       "component of any stack given; add it to a Stack or fix the name",
-                                       ("spec", "subject"))
+                                       "component of any stack given"
+                                       + _fix(spec.subject, ctx.component_names, "components",
+                                              "add it to a Stack or fix the name"), ("spec", "subject"))
+
+
+def _fix(name: str, known: Iterable[str], what: str, otherwise: str) -> str:
+    hint = did_you_mean(name, known, what)
+    return hint if hint.startswith(";") else f"; {otherwise}{hint}"
 
 
 @check

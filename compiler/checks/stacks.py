@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from . import Context, check
+from .suggestions import closest, did_you_mean
 
 
 @check
@@ -35,15 +36,21 @@ def pipeline_references(ctx: Context) -> Iterator[Diagnostic]:
         spec = entry.obj.spec
         stack = ctx.config.stacks.get(spec.stack)
         if stack is None:
-            yield entry.doc.diagnostic(d.N002, f"pipeline {entry.name!r} uses stack {spec.stack!r}, which is not "
-                                       "defined in the files given", ("spec", "stack"))
+            if not ctx.config.is_broken("Stack", spec.stack):
+                yield entry.doc.diagnostic(d.N002, f"pipeline {entry.name!r} uses stack {spec.stack!r}, which is "
+                                           "not defined in the files given"
+                                           + did_you_mean(spec.stack, ctx.config.names("Stack"), "stacks"),
+                                           ("spec", "stack"))
             continue
         operators = {op.name for op in stack.obj.spec.step_operators}
         for step_name, step in spec.steps.items():
             if step.step_operator is not None and step.step_operator not in operators:
                 known = ", ".join(sorted(operators)) or "none"
+                match = closest(step.step_operator, operators)
+                hint = f"; did you mean {match!r}?" if match else ""
                 yield entry.doc.diagnostic(d.K002, f"step {step_name!r} uses step operator {step.step_operator!r}, "
-                                           f"which is not in stack {spec.stack!r} (its step operators: {known})",
+                                           f"which is not in stack {spec.stack!r} (its step operators: {known})"
+                                           + hint,
                                            ("spec", "steps", step_name, "step_operator"),
                                            request=f"{entry.name}/{step_name}")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from compiler.diagnostics import Diagnostic
 from compiler.report import ordered
+from compiler.report.source import with_source
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -47,4 +48,4 @@ def line(d: Diagnostic) -> str:
 
 
 def render(diagnostics: list[Diagnostic]) -> str:
-    return "".join(line(d) + "\n" for d in ordered(diagnostics))
+    return with_source(ordered(diagnostics), line)  # each line, then its source line and a caret
