@@ -89,7 +89,7 @@ def importtime(argv: list[str], top: int = 10) -> str:
 
 def phases(paths: list[str], top: int = 14) -> str:
     """The stages of validate_paths timed in-process, then cProfile's top functions by own time."""
-    from compiler.checks import run_checks
+    from compiler.checks import Context, run_checks
     from compiler.config import build_config
     from compiler.load import load_paths
 
@@ -98,7 +98,7 @@ def phases(paths: list[str], top: int = 14) -> str:
     loaded_at = time.perf_counter()
     config, _ = build_config(loaded.files, loaded.documents)
     built_at = time.perf_counter()
-    run_checks(config)
+    run_checks(Context(config))
     done = time.perf_counter()
     out = [f"  load (YAML -> data + positions)  {loaded_at - start:7.3f} s",
            f"  schema + model (build_config)    {built_at - loaded_at:7.3f} s",
@@ -107,7 +107,7 @@ def phases(paths: list[str], top: int = 14) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
     loaded = load_paths(paths)
-    run_checks(build_config(loaded.files, loaded.documents)[0])
+    run_checks(Context(build_config(loaded.files, loaded.documents)[0]))
     profiler.disable()
     buffer = io.StringIO()
     pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)

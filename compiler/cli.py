@@ -236,3 +236,7 @@ def apply(paths, output_dir, state_file, plan_file, check, fmt, quiet, no_color)
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
     sys.exit(EXIT_OK)
+
+
+if __name__ == "__main__":
+    main()
