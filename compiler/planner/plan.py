@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import Config
 from ..diagnostics import Diagnostic
@@ -139,14 +140,26 @@ def inputs_digest(config: Config, state_allocations: Iterable[Allocation] = ()) 
     (defaults filled in, so ``priority: 0`` written or omitted is the same) sorted by
     (kind, name), plus the state's allocations by name. File paths, comments, key
     order and YAML style do not enter it."""
-    documents = [entry.obj.model_dump(mode="json", exclude_none=True)
-                 for kind in KINDS for entry in config.by_kind(kind).values()]
+    global _dumped
+    # `plan` digests the same documents twice (with and without the state): each
+    # document object is dumped once and its dump kept until the next call.
+    known, _dumped = _dumped, {}
+
+    def dump(obj: Any) -> dict:
+        hit = known.get(id(obj))
+        doc = hit[1] if hit is not None and hit[0] is obj else obj.model_dump(mode="json", exclude_none=True)
+        _dumped[id(obj)] = (obj, doc)
+        return doc
+
+    documents = [dump(entry.obj) for kind in KINDS for entry in config.by_kind(kind).values()]
     documents.sort(key=lambda doc: (doc["kind"], doc["metadata"]["name"]))
-    state = sorted((a.model_dump(mode="json", exclude_none=True) for a in state_allocations),
-                   key=lambda doc: doc["metadata"]["name"])
+    state = sorted((dump(a) for a in state_allocations), key=lambda doc: doc["metadata"]["name"])
     canonical = json.dumps({"documents": documents, "state": state}, sort_keys=True,
                            separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+_dumped: dict[int, tuple[Any, dict]] = {}    # id(document) -> (document, its dump), last call's
 
 
 def _pools(problem: Problem, state: FinalState) -> tuple[PoolUsage, ...]:
