@@ -49,14 +49,24 @@ def tool(name: str) -> list[str]:
     return [found]
 
 
+PEAK_MB: dict[str, float] = {}       # argv[1] (or argv[0]) -> peak resident MB of its runs
+
+
 def timed(argv: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> list[float]:
+    """Wall times of ``repeat`` runs; the children's peak resident memory goes to PEAK_MB."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if proc.returncode not in ok:
-            sys.exit(f"{argv[0]} exited {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=out)
+            _, status, usage = os.wait4(proc.pid, 0)
+            times.append(time.perf_counter() - start)
+            code = os.waitstatus_to_exitcode(status)
+            if code not in ok:
+                out.seek(0)
+                sys.exit(f"{argv[0]} exited {code}:\n{out.read()[-4000:].decode(errors='replace')}")
+        label = " ".join(argv[:2])
+        PEAK_MB[label] = max(PEAK_MB.get(label, 0.0), usage.ru_maxrss / 1024)
     return times
 
 
@@ -148,6 +158,8 @@ def main() -> None:
               f"poolc per file {min(ours) / len(files) * 1e3:.2f} ms")
         verdict = "within" if min(single) < ONE_FILE_TARGET else "ABOVE"
         print(line("poolc validate ONE_FILE", single) + f"   ({verdict} the {ONE_FILE_TARGET} s target)")
+        print("  peak resident memory: " + "; ".join(f"{Path(label.split()[0]).name} {label.split()[1][:8]}"
+                                                     f"... {mb:.0f} MB" for label, mb in PEAK_MB.items()))
 
         if args.profile:
             print("\nWhere a one-file run spends its time (python -X importtime):")
