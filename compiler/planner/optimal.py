@@ -607,12 +607,16 @@ def _parts(problem: Problem, classes: list[_Class],
 
 
 def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
-          progress: Progress | None = None) -> Solution:
-    """Plan `problem` with the §5 lexicographic objective; see the module docstring."""
+          progress: Progress | None = None, decompose: bool = True) -> Solution:
+    """Plan `problem` with the §5 lexicographic objective; see the module docstring.
+    ``decompose=False`` solves one model for all pools (for tests and benchmarks:
+    same tier values, slower)."""
     classes = _request_classes(problem)
     victims = _victim_classes(problem, borrowed_parts(problem))
     layout = _layout(problem, classes, victims)
-    built = [_build(problem, c, v, layout, pools) for pools, c, v in _parts(problem, classes, victims)]
+    parts = (_parts(problem, classes, victims) if decompose
+             else [(sorted(p.name for p in problem.pools), classes, victims)])
+    built = [_build(problem, c, v, layout, pools) for pools, c, v in parts]
     budget = _Budget(max_deterministic_time, sum(1 for b in built for t in b.tiers if t.active))
     results = []
     for i, b in enumerate(built, 1):
