@@ -49,10 +49,10 @@ def tool(name: str) -> list[str]:
     return [found]
 
 
-PEAK_MB: dict[str, float] = {}       # argv[1] (or argv[0]) -> peak resident MB of its runs
+PEAK_MB: dict[str, float] = {}       # label -> peak resident MB of its runs
 
 
-def timed(argv: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> list[float]:
+def timed(argv: list[str], repeat: int, ok: tuple[int, ...] = (0,), label: str = "") -> list[float]:
     """Wall times of ``repeat`` runs; the children's peak resident memory goes to PEAK_MB."""
     times = []
     for _ in range(repeat):
@@ -65,8 +65,8 @@ def timed(argv: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> list[floa
             if code not in ok:
                 out.seek(0)
                 sys.exit(f"{argv[0]} exited {code}:\n{out.read()[-4000:].decode(errors='replace')}")
-        label = " ".join(argv[:2])
-        PEAK_MB[label] = max(PEAK_MB.get(label, 0.0), usage.ru_maxrss / 1024)
+        name = label or Path(argv[0]).name
+        PEAK_MB[name] = max(PEAK_MB.get(name, 0.0), usage.ru_maxrss / 1024)
     return times
 
 
@@ -147,10 +147,10 @@ def main() -> None:
         print(f"{len(files)} pipeline files ({size / 1e6:.1f} MB, {steps} steps) + platform.yaml; "
               f"{args.repeat} runs each; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
 
-        ours = timed([*poolc, "validate", str(root)], args.repeat)
+        ours = timed([*poolc, "validate", str(root)], args.repeat, label="poolc validate DIR")
         theirs = timed([*check, "--schemafile", str(REPO / "schemas" / "pipeline.schema.json"), *map(str, files)],
-                       args.repeat)
-        single = timed([*poolc, "validate", str(one)], max(args.repeat, 5))
+                       args.repeat, label="check-jsonschema")
+        single = timed([*poolc, "validate", str(one)], max(args.repeat, 5), label="poolc validate ONE_FILE")
         print(line("poolc validate DIR", ours))
         print(line("check-jsonschema (pipeline schema only)", theirs))
         print(f"  ratio poolc / check-jsonschema: {min(ours) / min(theirs):.2f} (best), "
@@ -158,8 +158,7 @@ def main() -> None:
               f"poolc per file {min(ours) / len(files) * 1e3:.2f} ms")
         verdict = "within" if min(single) < ONE_FILE_TARGET else "ABOVE"
         print(line("poolc validate ONE_FILE", single) + f"   ({verdict} the {ONE_FILE_TARGET} s target)")
-        print("  peak resident memory: " + "; ".join(f"{Path(label.split()[0]).name} {label.split()[1][:8]}"
-                                                     f"... {mb:.0f} MB" for label, mb in PEAK_MB.items()))
+        print("  peak resident memory: " + "; ".join(f"{name} {mb:.0f} MB" for name, mb in PEAK_MB.items()))
 
         if args.profile:
             print("\nWhere a one-file run spends its time (python -X importtime):")
