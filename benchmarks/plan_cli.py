@@ -45,23 +45,24 @@ STEPS_PER_PIPELINE = 20
 # writes {stage: seconds} to $POOLC_BENCH_STAGES when the process exits.
 CHILD = r"""
 import atexit, json, os, sys, time
-t_start = time.perf_counter()
-stages = {}
+t_start, c_start = time.perf_counter(), time.process_time()
+stages, cpu = {}, {}
 def timed(module, name, label):
     inner = getattr(module, name)
     def wrapper(*args, **kwargs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return inner(*args, **kwargs)
         finally:
             stages[label] = stages.get(label, 0.0) + time.perf_counter() - t
+            cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
     setattr(module, name, wrapper)
 import compiler.plan as P
 import compiler.planner.plan as PP
 import compiler.load as L
 import compiler.config as C
 import compiler.checks as K
-stages["import"] = time.perf_counter() - t_start
+stages["import"], cpu["import"] = time.perf_counter() - t_start, time.process_time() - c_start
 timed(L, "load_paths", "load")
 timed(sys.modules["compiler.validate"], "load_paths", "load")
 timed(sys.modules["compiler.validate"], "build_config", "schema")
@@ -75,17 +76,17 @@ original = P.load_strategy
 def load_strategy(name, progress=None):
     solve = original(name, progress)
     def solve_timed(problem):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return solve(problem)
         finally:
-            stages["solve"] = time.perf_counter() - t
+            stages["solve"], cpu["solve"] = time.perf_counter() - t, time.process_time() - c
     return solve_timed
 P.load_strategy = load_strategy
 def dump():
     stages["total"] = time.perf_counter() - t_start
     with open(os.environ["POOLC_BENCH_STAGES"], "w") as out:
-        json.dump(stages, out)
+        json.dump({"wall": stages, "cpu": cpu}, out)
 atexit.register(dump)
 from compiler.cli import main
 sys.argv = ["poolc", *sys.argv[1:]]
@@ -170,7 +171,7 @@ def run_plan(directory: Path, strategy: str, out_json: Path) -> dict:
         proc.returncode = os.waitstatus_to_exitcode(status)
         err = proc.stderr.read().decode() if proc.stderr else ""
     wall = time.perf_counter() - start
-    stages = json.loads(Path(stages_file).read_text()) if Path(stages_file).stat().st_size else {}
+    stages = json.loads(Path(stages_file).read_text()) if Path(stages_file).stat().st_size else {"wall": {}, "cpu": {}}
     os.unlink(stages_file)
     data = out_json.read_bytes()
     try:
@@ -230,14 +231,16 @@ def main(argv: list[str] | None = None) -> None:
                         base[gen, strategy, seed] = r["wall"]
                     ref = base.get((gen, strategy, seed)) or base.get((gen, strategy, seeds[0]))
                     ratio = f"{r['wall'] / ref:5.1f}" if ref else "    -"
-                    st = " ".join(f"{r['stages'].get(s, 0.0):6.2f}" for s in STAGES)
+                    wall = " ".join(f"{r['stages']['wall'].get(s, 0.0):6.2f}" for s in STAGES)
+                    cpu = " ".join(f"{r['stages']['cpu'].get(s, 0.0):6.2f}" for s in STAGES)
                     print(f"{gen:<10} {size:>6} {seed:>4} {classes:>7} {strategy:<8} {r['status']:<8} "
-                          f"{r['gap']:5.2f} {r['wall']:6.2f} {r['cpu']:6.2f} {r['rss_mb']:5.0f} {ratio} | {st}",
-                          flush=True)
+                          f"{r['gap']:5.2f} {r['wall']:6.2f} {r['cpu']:6.2f} {r['rss_mb']:5.0f} {ratio} | {wall}\n"
+                          f"{'':>78}cpu | {cpu}", flush=True)
     print("\nstages (s, inside the child): import = start-up and imports; load = YAML; schema = documents "
           "to models; checks = semantic checks and step requests; problem = Problem from the config; "
           "solve = the strategy; assemble = plan and explanations; digest = inputs digest; "
-          "state = next state; json = serialising. wall/cpu/MB = the whole child process "
+          "state = next state; json = serialising; first line wall, second line CPU seconds per stage. "
+          "wall/cpu/MB = the whole child process "
           "(MB = peak resident). x1k = wall / wall of the first size, same seed.")
 
 
