@@ -49,14 +49,24 @@ def tool(name: str) -> list[str]:
     return [found]
 
 
-def timed(argv: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> list[float]:
+PEAK_MB: dict[str, float] = {}       # label -> peak resident MB of its runs
+
+
+def timed(argv: list[str], repeat: int, ok: tuple[int, ...] = (0,), label: str = "") -> list[float]:
+    """Wall times of ``repeat`` runs; the children's peak resident memory goes to PEAK_MB."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if proc.returncode not in ok:
-            sys.exit(f"{argv[0]} exited {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=out)
+            _, status, usage = os.wait4(proc.pid, 0)
+            times.append(time.perf_counter() - start)
+            code = os.waitstatus_to_exitcode(status)
+            if code not in ok:
+                out.seek(0)
+                sys.exit(f"{argv[0]} exited {code}:\n{out.read()[-4000:].decode(errors='replace')}")
+        name = label or Path(argv[0]).name
+        PEAK_MB[name] = max(PEAK_MB.get(name, 0.0), usage.ru_maxrss / 1024)
     return times
 
 
@@ -89,7 +99,7 @@ def importtime(argv: list[str], top: int = 10) -> str:
 
 def phases(paths: list[str], top: int = 14) -> str:
     """The stages of validate_paths timed in-process, then cProfile's top functions by own time."""
-    from compiler.checks import run_checks
+    from compiler.checks import Context, run_checks
     from compiler.config import build_config
     from compiler.load import load_paths
 
@@ -98,7 +108,7 @@ def phases(paths: list[str], top: int = 14) -> str:
     loaded_at = time.perf_counter()
     config, _ = build_config(loaded.files, loaded.documents)
     built_at = time.perf_counter()
-    run_checks(config)
+    run_checks(Context(config))
     done = time.perf_counter()
     out = [f"  load (YAML -> data + positions)  {loaded_at - start:7.3f} s",
            f"  schema + model (build_config)    {built_at - loaded_at:7.3f} s",
@@ -107,7 +117,7 @@ def phases(paths: list[str], top: int = 14) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
     loaded = load_paths(paths)
-    run_checks(build_config(loaded.files, loaded.documents)[0])
+    run_checks(Context(build_config(loaded.files, loaded.documents)[0]))
     profiler.disable()
     buffer = io.StringIO()
     pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)
@@ -137,10 +147,10 @@ def main() -> None:
         print(f"{len(files)} pipeline files ({size / 1e6:.1f} MB, {steps} steps) + platform.yaml; "
               f"{args.repeat} runs each; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
 
-        ours = timed([*poolc, "validate", str(root)], args.repeat)
+        ours = timed([*poolc, "validate", str(root)], args.repeat, label="poolc validate DIR")
         theirs = timed([*check, "--schemafile", str(REPO / "schemas" / "pipeline.schema.json"), *map(str, files)],
-                       args.repeat)
-        single = timed([*poolc, "validate", str(one)], max(args.repeat, 5))
+                       args.repeat, label="check-jsonschema")
+        single = timed([*poolc, "validate", str(one)], max(args.repeat, 5), label="poolc validate ONE_FILE")
         print(line("poolc validate DIR", ours))
         print(line("check-jsonschema (pipeline schema only)", theirs))
         print(f"  ratio poolc / check-jsonschema: {min(ours) / min(theirs):.2f} (best), "
@@ -148,6 +158,7 @@ def main() -> None:
               f"poolc per file {min(ours) / len(files) * 1e3:.2f} ms")
         verdict = "within" if min(single) < ONE_FILE_TARGET else "ABOVE"
         print(line("poolc validate ONE_FILE", single) + f"   ({verdict} the {ONE_FILE_TARGET} s target)")
+        print("  peak resident memory: " + "; ".join(f"{name} {mb:.0f} MB" for name, mb in PEAK_MB.items()))
 
         if args.profile:
             print("\nWhere a one-file run spends its time (python -X importtime):")

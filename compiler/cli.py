@@ -400,3 +400,7 @@ def _decided(plan: Any) -> str:
     if preempted:
         lines.append(f"  preempted: {names(preempted)}")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

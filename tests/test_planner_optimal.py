@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from compiler.planner.decompose import pool_groups
 from compiler.planner.optimal import solve
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -170,6 +171,50 @@ def test_matches_bruteforce_under_contention(block: int) -> None:
             check_against_bruteforce(random_contention_problem(seed))
         except AssertionError as exc:
             raise AssertionError(f"contention seed {seed}: {exc}") from exc
+
+
+def random_split_problem(seed: int) -> Problem:
+    """Three or four pools; each subject has policies on one or two of them, so the
+    platform often falls into independent parts (and sometimes does not)."""
+    rng = random.Random(seed)
+    pools = [Pool(f"p{i}", {"gpu": rng.randint(1, 4), "mcpu": rng.randint(2, 6)}) for i in range(rng.randint(3, 4))]
+    policies = []
+    for s in "abcd":
+        for pool in rng.sample(pools, rng.choice([1, 1, 2])):
+            policies.append(policy(f"{s}-{pool.name}", s, pool.name, rng.choice([0, 5, 10]),
+                                   {"gpu": rng.randint(0, 1)}, capacity=pool.capacity))
+    running = [run(f"r{i}", rng.choice("abcd"), rng.choice(pools).name, started=rng.randint(0, 9),
+                   preemptible=rng.random() < 0.85, gpu=rng.randint(1, 2), mcpu=rng.randint(0, 2))
+               for i in range(rng.randint(0, 4))]
+    requests = [req(f"pipe/s{i}", rng.choice("abcd"), i, rng.random() < 0.8, gpu=rng.randint(0, 2),
+                    mcpu=rng.randint(1, 2)) for i in range(rng.randint(1, 9))]
+    return problem(pools, policies, requests, running)
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_independent_parts_agree_with_the_single_model(block: int) -> None:
+    """Solving the parts one by one gives the same tier values as one model of every
+    pool, and a plan that obeys every hard rule."""
+    for seed in range(block * 30, block * 30 + 30):
+        p = random_split_problem(seed)
+        split, whole = solve(p), solve(p, decompose=False)
+        assert split.status == whole.status == "OPTIMAL", f"seed {seed}"
+        assert split.objective == whole.objective, f"seed {seed}"
+        assert bruteforce.violations(p, split.admitted, set(split.preempted)) == [], f"seed {seed}"
+        assert bruteforce.vector(p, split.admitted, set(split.preempted)) == split.objective, f"seed {seed}"
+
+
+def test_independent_parts_match_bruteforce() -> None:
+    for seed in range(40):
+        p = random_split_problem(seed)
+        if len(p.requests) <= 5:
+            check_against_bruteforce(p)
+
+
+def test_pool_groups_join_the_pools_a_class_can_choose_between() -> None:
+    assert pool_groups(["c", "a", "b", "d"], [["b", "c"], ["d"]]) == [["a"], ["b", "c"], ["d"]]
+    assert pool_groups(["a", "b", "c"], [["c", "b"], ["a", "c"]]) == [["a", "b", "c"]]
+    assert pool_groups([], []) == []
 
 
 def test_bruteforce_finds_what_it_should() -> None:

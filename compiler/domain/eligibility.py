@@ -11,6 +11,7 @@ written here once, so validate and the plan say the same thing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -71,13 +72,39 @@ def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],
     return None
 
 
+# Eligibility depends only on (requester, demand, preemptible), and a plan of 10,000
+# steps asks about a few hundred such shapes several times each (checks, planner,
+# explanations): remember the answers per Problem, for as long as it lives.
+_Shape = tuple[str, tuple[tuple[str, int], ...], bool]
+_memo: dict[int, tuple[weakref.ref, dict[_Shape, tuple[list[PolicyRule], list[Ineligibility]]]]] = {}
+
+
+def _answers(problem: Problem) -> dict[_Shape, tuple[list[PolicyRule], list[Ineligibility]]]:
+    """The memo of one Problem (dropped with it; ids are only trusted while it lives)."""
+    key = id(problem)
+    found = _memo.get(key)
+    if found is None or found[0]() is not problem:
+
+        def forget(_: weakref.ref) -> None:
+            _memo.pop(key, None)
+
+        found = (weakref.ref(problem, forget), {})
+        _memo[key] = found
+    return found[1]
+
+
 def eligible_policies(problem: Problem, request: Request) -> tuple[list[PolicyRule], list[Ineligibility]]:
     """(policies the request may be placed through, reasons for the others)."""
-    ok, why = [], []
-    for q in problem.policies_of(request.requester):
-        reason = check_policy(problem.pool(q.pool), q, request.demand, request.preemptible)
-        (why.append(reason) if reason else ok.append(q))
-    return ok, why
+    memo = _answers(problem)
+    shape = (request.requester, tuple(sorted(request.demand.items())), request.preemptible)
+    found = memo.get(shape)
+    if found is None:
+        ok, why = [], []
+        for q in problem.policies_of(request.requester):
+            reason = check_policy(problem.pool(q.pool), q, request.demand, request.preemptible)
+            (why.append(reason) if reason else ok.append(q))
+        found = memo[shape] = (ok, why)
+    return list(found[0]), list(found[1])
 
 
 def rejection(step: str, reasons: list[Ineligibility]) -> tuple[str, str]:

@@ -40,6 +40,7 @@ class FinalState:
     held: dict[str, dict[str, int]] = field(default_factory=dict)            # policy -> key -> units
     held_fixed: dict[str, dict[str, int]] = field(default_factory=dict)      # policy -> non-preemptible units
     policies: dict[str, PolicyRule] = field(default_factory=dict)
+    _demand: dict[str, Mapping[str, int]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, problem: Problem, solution: Solution) -> FinalState:
@@ -65,6 +66,13 @@ class FinalState:
             _add(self.held[policy.name], amounts, keys)
             if not preemptible:
                 _add(self.held_fixed[policy.name], amounts, keys)
+
+    def demands(self) -> dict[str, Mapping[str, int]]:
+        """Request id -> demand, built once: every preemption's explanation looks
+        up the requests it made room for (was a scan of all requests per victim)."""
+        if self._demand is None:
+            self._demand = {r.id: r.demand for r in self.problem.requests}
+        return self._demand
 
     def free(self, pool_name: str, key: str) -> int:
         return self.problem.pool(pool_name).capacity[key] - self.used[pool_name].get(key, 0)
@@ -160,11 +168,11 @@ def preempted_message(state: FinalState, victim: Running, displaced_for: list[st
     pool = state.problem.pool(victim.pool)
     short = [k for k in sorted(borrowed_before)
              if state.used[pool.name].get(k, 0) + victim.holds.get(k, 0) > pool.capacity.get(k, 0)]
+    demand = state.demands()
     if not short:
-        demands = [r.demand for r in state.problem.requests if r.id in displaced_for]
+        demands = [demand[rid] for rid in dict.fromkeys(displaced_for) if rid in demand]
         short = [k for k in sorted(borrowed_before) if any(dm.get(k, 0) > 0 for dm in demands)]
     keys = short or sorted(borrowed_before)
-    demand = {r.id: r.demand for r in state.problem.requests}
     needing = [rid for rid in displaced_for if any(demand.get(rid, {}).get(k, 0) > 0 for k in keys)]
     who = _by_priority(state, needing or displaced_for)
     head = f"preempted for {who}" if who else "preempted"

@@ -1,4 +1,4 @@
-"""Planning strategy `optimal` (docs/planning.md#tiers) on OR-Tools CP-SAT.
+"""Planning strategy `optimal` (SEMANTICS.md §5) on OR-Tools CP-SAT.
 
 Why it is shaped this way:
 
@@ -17,6 +17,12 @@ Why it is shaped this way:
 * Two redundant, exact strengthenings keep the proofs short at scale: the convex
   hull of each "admits nothing or fits" disjunction (see `_cap_rule`), and a
   dominance cut among one policy's victims (see `_victim_dominance`).
+* Independent parts (`decompose.py`): pools that no request class can choose
+  between are planned as separate models, one after the other, each with the
+  global tier list; tier values add up. Exact, and smaller models prove faster.
+* The FIFO prefix sums get one segment per count a class can reach (bounded by
+  capacity and limits), not one per member: at 50,000 requests most classes can
+  admit a few dozen, not hundreds.
 * Determinism: one worker, a fixed seed, a deterministic-time budget (never a
   wall clock), a model built in canonical (sorted) order, and a canonical
   hand-out. Same Problem, same Solution. Each tier gets a fair share of the
@@ -54,7 +60,7 @@ the same form with bound = reserved.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -63,11 +69,14 @@ from compiler.planner.solution import Solution
 
 from ..domain.borrowing import borrowed_parts
 from ..domain.eligibility import eligible_policies, metered_demand
-from ..domain.problem import PolicyRule, Problem, Request, Running
+from ..domain.problem import PolicyRule, Pool, Problem, Request, Running
+from .decompose import pool_groups
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 Progress = Callable[[str], None]
+Terms = list[tuple[cp_model.IntVar, int]]
+_ClassKey = tuple[str, tuple[tuple[str, int], ...], bool]
 
 
 # ---------------------------------------------------------------- aggregation
@@ -93,7 +102,7 @@ class _VictimClass:
 
 
 def _request_classes(problem: Problem) -> list[_Class]:
-    groups: dict[tuple, list[Request]] = {}
+    groups: dict[_ClassKey, list[Request]] = {}
     for req in problem.requests:
         demand = tuple(sorted((k, v) for k, v in req.demand.items() if v > 0))
         groups.setdefault((req.requester, demand, req.preemptible), []).append(req)
@@ -114,7 +123,7 @@ def _metered_holds(problem: Problem, alloc: Running) -> dict[str, int]:
 
 
 def _victim_classes(problem: Problem, borrowed: dict[str, dict[str, int]]) -> list[_VictimClass]:
-    groups: dict[tuple, list[Running]] = {}
+    groups: dict[tuple[str, tuple[tuple[str, int], ...]], list[Running]] = {}
     policies: dict[str, PolicyRule] = {}
     for alloc in _known_running(problem):
         policy = problem.policy_for(alloc.subject, alloc.pool)
@@ -138,11 +147,22 @@ def _known_running(problem: Problem) -> list[Running]:
 # ---------------------------------------------------------------- the model
 
 @dataclass
+class _Values:
+    """Decision values of one solution: counts per (class, policy), in-share counts,
+    preempted counts per victim class, and admitted counts per class."""
+
+    n: dict[tuple[int, int], int]
+    z: dict[tuple[int, int], int]
+    v: dict[int, int]
+    t: dict[int, int]
+
+
+@dataclass
 class _Tier:
     name: str
     maximize: bool
-    terms: list[tuple[cp_model.IntVar, int]]     # what CP-SAT optimizes
-    value: Callable[[dict], int]                 # exact value from decision values
+    terms: Terms                                 # what CP-SAT optimizes
+    value: Callable[[_Values], int]              # exact value from decision values
     trivial_bound: int                           # bound with no search at all
     setup: Callable[[], None] | None = None      # adds the tier's own variables, when it is reached
     active: bool | None = None                   # has something to optimize (default: terms given)
@@ -152,11 +172,21 @@ class _Tier:
             self.active = bool(self.terms)
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """What every part shares: the global tier order and the FIFO constant N."""
+
+    prios: list[int]              # admission priorities p_1 > ... > p_m
+    vprios: list[int]             # victim priorities, highest first
+    rank_n: int
+
+
 @dataclass
 class _Built:
     model: cp_model.CpModel
     classes: list[_Class]
     victims: list[_VictimClass]
+    rank_n: int
     n: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)   # (class, policy idx)
     z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     v: dict[int, cp_model.IntVar] = field(default_factory=dict)               # victim class
@@ -164,7 +194,8 @@ class _Built:
     late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var
     all_vars: list[cp_model.IntVar] = field(default_factory=list)
     tiers: list[_Tier] = field(default_factory=list)
-    rank_n: int = 0
+    reach: dict[int, int] = field(default_factory=dict)                       # class -> most it can admit
+    count_tiers: int = 0                                                      # |Z|, admissions, victims
 
 
 def _prefix(weights: list[int]) -> list[int]:
@@ -174,24 +205,47 @@ def _prefix(weights: list[int]) -> list[int]:
     return out
 
 
-def _concave(model: cp_model.CpModel, count: cp_model.LinearExprT, weights: list[int],
+def _concave(model: cp_model.CpModel, count: cp_model.LinearExprT, weights: list[int], reach: int,
              name: str) -> cp_model.IntVar:
-    """f <= prefix_sum(weights)[count] for weights sorted descending: the minimum of
-    the segment lines equals the prefix sum at every integer count (concavity)."""
+    """f <= prefix_sum(weights)[count] for weights sorted descending and count <= reach:
+    the minimum of the segment lines s < reach equals the prefix sum at every integer
+    count up to reach (concavity); segments beyond reach cannot bind."""
     pre = _prefix(weights)
-    f = model.new_int_var(0, pre[-1], name)
-    for s, w in enumerate(weights):
+    f = model.new_int_var(0, pre[reach], name)
+    for s, w in enumerate(weights[:reach]):
         model.add(f <= pre[s] + w * (count - s))
     return f
 
 
-def _linear(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
+def _linear(terms: Terms) -> cp_model.LinearExpr:
     return cp_model.LinearExpr.weighted_sum([v for v, _ in terms], [c for _, c in terms])
 
 
-def _cap_rule(model: cp_model.CpModel, built: _Built, used: list[tuple[cp_model.IntVar, int]],
-              kept_const: int, kept_terms: list[tuple[cp_model.IntVar, int]], kept_min: int,
-              bound: int, name: str) -> None:
+def _lookup(assignment: dict[int, int], default: int | None = None) -> Callable[[cp_model.IntVar], int]:
+    """A variable's value in ``assignment`` (``default`` for one it lacks, if given)."""
+    if default is None:
+        return lambda var: assignment[var.index]
+    return lambda var: assignment.get(var.index, default)
+
+
+def _in_pool(name: str) -> Callable[[_VictimClass], bool]:
+    return lambda vc: vc.policy.pool == name
+
+
+def _of_policy(name: str) -> Callable[[_VictimClass], bool]:
+    return lambda vc: vc.policy.name == name
+
+
+def _sum_n(keys: list[tuple[int, int]]) -> Callable[[_Values], int]:
+    return lambda vals: sum(vals.n[k] for k in keys)
+
+
+def _sum_v(keys: list[int]) -> Callable[[_Values], int]:
+    return lambda vals: sum(vals.v[g] for g in keys)
+
+
+def _cap_rule(model: cp_model.CpModel, built: _Built, used: Terms, kept_const: int, kept_terms: Terms,
+              kept_min: int, bound: int, name: str) -> None:
     """used <= max(0, bound - kept), kept = kept_const - sum(kept_terms): a key whose
     kept holdings stay above the bound admits nothing that needs it."""
     if not used:
@@ -201,13 +255,13 @@ def _cap_rule(model: cp_model.CpModel, built: _Built, used: list[tuple[cp_model.
         for var, _ in used:
             model.add(var == 0)
         return
-    kept_expr = kept_const - _linear(kept_terms)
+    freed = _linear(kept_terms)
     if kept_const <= bound:         # never over: the plain linear rule
-        model.add(used_expr + kept_expr <= bound)
+        model.add(used_expr - freed <= bound - kept_const)
         return
     ok = model.new_bool_var(f"fits_{name}")
     built.all_vars.append(ok)
-    model.add(used_expr + kept_expr <= bound).only_enforce_if(ok)
+    model.add(used_expr - freed <= bound - kept_const).only_enforce_if(ok)
     model.add(used_expr == 0).only_enforce_if(~ok)
     # Redundant, for the LP: the convex hull of the two branches. Room for admissions
     # grows in proportion to what preemption frees, reaching bound - kept_min when
@@ -215,36 +269,52 @@ def _cap_rule(model: cp_model.CpModel, built: _Built, used: list[tuple[cp_model.
     span, room = kept_const - kept_min, bound - kept_min
     g = math.gcd(span, room)
     span, room = span // g, room // g
-    used_max = sum(var.proto.domain[-1] * c for var, c in used)
+    used_max = sum(int(var.proto.domain[-1]) * c for var, c in used)
     if used_max * span < _SAFE and room * (kept_const - kept_min) < _SAFE:
-        model.add(used_expr * span <= room * _linear(kept_terms))
+        model.add(used_expr * span <= freed * room)
 
 
-def _build(problem: Problem) -> _Built:
-    borrowed = borrowed_parts(problem)
-    classes = _request_classes(problem)
-    victims = _victim_classes(problem, borrowed)
+def _reach(cls: _Class, pools: dict[str, Pool]) -> list[int]:
+    """Per eligible policy, the most members of the class it could ever admit: what
+    fits the capacity and the limit (and, non-preemptible, the reserved share) of
+    an empty pool. Exact upper bounds, so they remove no solution."""
+    out = []
+    for q, d in zip(cls.policies, cls.demands, strict=True):
+        cap = pools[q.pool].capacity
+        most = len(cls.members)
+        for k, need in d.items():
+            room = min(cap.get(k, 0), q.limit.get(k, cap.get(k, 0)))
+            if not cls.preemptible:
+                room = min(room, q.rsv(k))
+            most = min(most, room // need)
+        out.append(most)
+    return out
+
+
+def _build(problem: Problem, classes: list[_Class], victims: list[_VictimClass], layout: _Layout,
+           pools: list[str]) -> _Built:
+    """The model of one part: ``classes`` and ``victims`` live in ``pools`` only."""
     model = cp_model.CpModel()
-    b = _Built(model, classes, victims)
-    b.rank_n = max([len(problem.requests)] + [r.rank + 1 for r in problem.requests])
-
-    # decisions
+    b = _Built(model, classes, victims, layout.rank_n)
+    by_pool = {p.name: p for p in problem.pools}
     for ci, cls in enumerate(classes):
         size = len(cls.members)
+        reach = _reach(cls, by_pool)
         for pi, q in enumerate(cls.policies):
             b.n[ci, pi] = model.new_int_var(0, size, f"n_{ci}_{pi}")
             d = cls.demands[pi]
             if all(v <= q.rsv(k) for k, v in d.items()):
                 b.z[ci, pi] = model.new_int_var(0, size, f"z_{ci}_{pi}")
                 model.add(b.z[ci, pi] <= b.n[ci, pi])
+        b.reach[ci] = min(size, sum(reach))
         model.add(sum(b.n[ci, pi] for pi in range(len(cls.policies))) <= size)
     for gi, vc in enumerate(victims):
         b.v[gi] = model.new_int_var(0, len(vc.members), f"v_{gi}")
     b.all_vars += list(b.n.values()) + list(b.z.values()) + list(b.v.values())
 
-    _hard_rules(problem, b)
+    _hard_rules(problem, b, pools)
     _victim_dominance(b)
-    _tiers(problem, b)
+    _tiers(b, layout)
     return b
 
 
@@ -269,134 +339,155 @@ def _victim_dominance(b: _Built) -> None:
                 b.model.add(b.v[gj] >= later * b.v[gi])
 
 
-def _hard_rules(problem: Problem, b: _Built) -> None:
-    """H1 capacity, H2 limit, H3 non-preemptible share, and the in-share set Z."""
-    model = b.model
-    kept_pool: dict[tuple[str, str], int] = {}
-    kept_pol: dict[tuple[str, str], int] = {}
-    np_pol: dict[tuple[str, str], int] = {}
+@dataclass
+class _Kept:
+    """What running allocations hold per (pool, key), per (policy, key), and the
+    non-preemptible part per (policy, key), before any preemption."""
+
+    pool: dict[tuple[str, str], int] = field(default_factory=dict)
+    policy: dict[tuple[str, str], int] = field(default_factory=dict)
+    fixed: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+def _kept(problem: Problem, pools: set[str]) -> _Kept:
+    kept = _Kept()
     for alloc in _known_running(problem):
+        if alloc.pool not in pools:
+            continue
         policy = problem.policy_for(alloc.subject, alloc.pool)
         for k, h in _metered_holds(problem, alloc).items():
-            kept_pool[alloc.pool, k] = kept_pool.get((alloc.pool, k), 0) + h
+            kept.pool[alloc.pool, k] = kept.pool.get((alloc.pool, k), 0) + h
             if policy is not None:
-                kept_pol[policy.name, k] = kept_pol.get((policy.name, k), 0) + h
+                kept.policy[policy.name, k] = kept.policy.get((policy.name, k), 0) + h
                 if not alloc.preemptible:
-                    np_pol[policy.name, k] = np_pol.get((policy.name, k), 0) + h
+                    kept.fixed[policy.name, k] = kept.fixed.get((policy.name, k), 0) + h
+    return kept
+
+
+def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
+    """H1 capacity, H2 limit, H3 non-preemptible share, and the in-share set Z."""
+    kept = _kept(problem, set(pools))
 
     def freed(match: Callable[[_VictimClass], bool], k: str) -> list[tuple[int, int]]:
         """(victim class, units of k each member frees) for the matching classes."""
         return [(gi, vc.holds[k]) for gi, vc in enumerate(b.victims)
                 if match(vc) and vc.holds.get(k, 0) > 0]
 
-    def rule(used, const, victims, bound, name):
-        _cap_rule(model, b, used, const, [(b.v[g], h) for g, h in victims],
+    def rule(used: Terms, const: int, victims: list[tuple[int, int]], bound: int, name: str) -> None:
+        _cap_rule(b.model, b, used, const, [(b.v[g], h) for g, h in victims],
                   const - sum(len(b.victims[g].members) * h for g, h in victims), bound, name)
 
-    for pool in sorted(problem.pools, key=lambda p: p.name):
+    for pool in (problem.pool(name) for name in pools):
         for k in sorted(pool.capacity):
             used = [(b.n[ci, pi], cls.demands[pi][k])
                     for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
                     if q.pool == pool.name and cls.demands[pi].get(k, 0) > 0]
-            rule(used, kept_pool.get((pool.name, k), 0),
-                 freed(lambda vc, name=pool.name: vc.policy.pool == name, k), pool.capacity[k],
+            rule(used, kept.pool.get((pool.name, k), 0),
+                 freed(_in_pool(pool.name), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
 
+    inside = set(pools)
     for q in sorted(problem.policies, key=lambda q: q.name):
-        pool = problem._by_pool.get(q.pool)
-        if pool is None:
+        found = problem.find_pool(q.pool)
+        if found is None or q.pool not in inside:
             continue
-        for k in sorted(pool.capacity):
+        for k in sorted(found.capacity):
             mine = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, p in enumerate(cls.policies)
                     if p.name == q.name and cls.demands[pi].get(k, 0) > 0]
-            terms = freed(lambda vc, name=q.name: vc.policy.name == name, k)
-            const = kept_pol.get((q.name, k), 0)
+            terms = freed(_of_policy(q.name), k)
+            const = kept.policy.get((q.name, k), 0)
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
-                 q.limit.get(k, pool.capacity[k]), f"lim_{q.name}_{k}")
+                 q.limit.get(k, found.capacity[k]), f"lim_{q.name}_{k}")
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine
-                  if not b.classes[ci].preemptible], np_pol.get((q.name, k), 0), [], q.rsv(k),
+                  if not b.classes[ci].preemptible], kept.fixed.get((q.name, k), 0), [], q.rsv(k),
                  f"np_{q.name}_{k}")
             rule([(b.z[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine if (ci, pi) in b.z],
                  const, terms, q.rsv(k), f"z_{q.name}_{k}")
 
 
-def _tiers(problem: Problem, b: _Built) -> None:
-    model = b.model
-    N = b.rank_n
-    adm = {ci: sum(b.n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)}
+def _count_tier(name: str, maximize: bool, terms: Terms, value: Callable[[_Values], int],
+                bound: int) -> _Tier:
+    return _Tier(name, maximize, terms, value, bound)
 
-    def count(vals, keys):
-        return sum(vals[k] for k in keys)
 
+def _priority_tiers(b: _Built, layout: _Layout) -> None:
+    """|Z|, then per admission priority its admitted count and the victim counts it
+    may displace (SEMANTICS.md §5 tiers 1 and 2), in the global order."""
     zkeys = sorted(b.z)
-    b.tiers.append(_Tier("in-share |Z|", True, [(b.z[k], 1) for k in zkeys],
-                         lambda vals: count(vals["z"], zkeys),
-                         sum(len(b.classes[ci].members) for ci, _ in zkeys)))
-
-    prios = sorted({q.priority for cls in b.classes for q in cls.policies}, reverse=True)
-    vprios = sorted({vc.policy.priority for vc in b.victims}, reverse=True)
-    bounds = [None] + prios + [None]            # None = +inf at 0, -inf at m+1
+    b.tiers.append(_count_tier("in-share |Z|", True, [(b.z[k], 1) for k in zkeys],
+                               lambda vals: sum(vals.z[k] for k in zkeys),
+                               sum(len(b.classes[ci].members) for ci, _ in zkeys)))
+    prios = layout.prios
+    bounds: list[int | None] = [None, *prios, None]            # None = +inf at 0, -inf at m+1
     for j in range(len(prios) + 1):
         if j >= 1:
             keys = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
                     if q.priority == prios[j - 1]]
-            b.tiers.append(_Tier(f"admitted at priority {prios[j - 1]}", True,
-                                 [(b.n[k], 1) for k in keys],
-                                 lambda vals, keys=keys: count(vals["n"], keys),
-                                 sum(len(b.classes[ci].members) for ci, _ in keys)))
+            b.tiers.append(_count_tier(f"admitted at priority {prios[j - 1]}", True, [(b.n[k], 1) for k in keys],
+                                       _sum_n(keys),
+                                       sum(len(b.classes[ci].members) for ci, _ in keys)))
         hi, lo = bounds[j], bounds[j + 1]
-        for v in vprios:
+        for v in layout.vprios:
             if (hi is None or v < hi) and (lo is None or v >= lo):
-                keys = [gi for gi, vc in enumerate(b.victims) if vc.policy.priority == v]
-                b.tiers.append(_Tier(f"preempted at priority {v}", False, [(b.v[g], 1) for g in keys],
-                                     lambda vals, keys=keys: count(vals["v"], keys), 0))
+                vkeys = [gi for gi, vc in enumerate(b.victims) if vc.policy.priority == v]
+                b.tiers.append(_count_tier(f"preempted at priority {v}", False, [(b.v[g], 1) for g in vkeys],
+                                           _sum_v(vkeys), 0))
 
-    # Tiers 3 and 4 get their prefix-sum variables only when reached: earlier solves
-    # would presolve thousands of constraints that cannot matter to them.
-    fifo_w = {ci: [N - r.rank for r in cls.members] for ci, cls in enumerate(b.classes)}
-    fifo = _Tier("FIFO", True, [], lambda vals: sum(_prefix(fifo_w[ci])[vals["t"][ci]] for ci in fifo_w),
-                 sum(sum(w) for w in fifo_w.values()))
 
-    def fifo_setup() -> None:
-        for ci in range(len(b.classes)):
-            b.fifo[ci] = _concave(model, adm[ci], fifo_w[ci], f"fifo_{ci}")
-        fifo.terms = [(b.fifo[ci], 1) for ci in sorted(b.fifo)]
-        b.all_vars.extend(f for f, _ in fifo.terms)
+def _fifo_tier(b: _Built) -> _Tier:
+    """Tier 3; its prefix-sum variables are added only when it is reached: earlier
+    solves would presolve thousands of constraints that cannot matter to them."""
+    weights = {ci: [b.rank_n - r.rank for r in cls.members] for ci, cls in enumerate(b.classes)}
+    tier = _Tier("FIFO", True, [], lambda vals: sum(_prefix(weights[ci])[vals.t[ci]] for ci in weights),
+                 sum(sum(w[:b.reach[ci]]) for ci, w in weights.items()))
 
-    fifo.setup, fifo.active = fifo_setup, bool(b.classes)
-    b.tiers.append(fifo)
+    def setup() -> None:
+        for ci, cls in enumerate(b.classes):
+            admitted = sum(b.n[ci, pi] for pi in range(len(cls.policies)))
+            b.fifo[ci] = _concave(b.model, admitted, weights[ci], b.reach[ci], f"fifo_{ci}")
+        tier.terms = [(b.fifo[ci], 1) for ci in sorted(b.fifo)]
+        b.all_vars.extend(f for f, _ in tier.terms)
 
-    late_w = {gi: [a.start_rank for a in vc.members] for gi, vc in enumerate(b.victims)}
-    late = _Tier("start rank", True, [], lambda vals: sum(_prefix(late_w[g])[vals["v"][g]] for g in late_w),
-                 sum(sum(w) for w in late_w.values()))
+    tier.setup, tier.active = setup, bool(b.classes)
+    return tier
 
-    def late_setup() -> None:
+
+def _late_tier(b: _Built) -> _Tier:
+    """Tier 4: preempt the most recently started, as prefix sums per victim class."""
+    weights = {gi: [a.start_rank for a in vc.members] for gi, vc in enumerate(b.victims)}
+    tier = _Tier("start rank", True, [], lambda vals: sum(_prefix(weights[g])[vals.v[g]] for g in weights),
+                 sum(sum(w) for w in weights.values()))
+
+    def setup() -> None:
         for gi in range(len(b.victims)):
-            b.late[gi] = _concave(model, b.v[gi], late_w[gi], f"late_{gi}")
-        late.terms = [(b.late[gi], 1) for gi in sorted(b.late)]
-        b.all_vars.extend(f for f, _ in late.terms)
+            b.late[gi] = _concave(b.model, b.v[gi], weights[gi], len(weights[gi]), f"late_{gi}")
+        tier.terms = [(b.late[gi], 1) for gi in sorted(b.late)]
+        b.all_vars.extend(f for f, _ in tier.terms)
 
-    late.setup, late.active = late_setup, bool(b.victims)
-    b.tiers.append(late)
+    tier.setup, tier.active = setup, bool(b.victims)
+    return tier
 
-    pref = [(b.n[ci, pi], len(cls.policies) - pi) for ci, cls in enumerate(b.classes)
-            for pi in range(len(cls.policies))]
-    b.tiers.append(_Tier("pool preference", True, pref,
-                         lambda vals: sum(vals["n"][ci, pi] * (len(b.classes[ci].policies) - pi)
-                                          for ci, pi in b.n),
-                         sum(len(b.classes[ci].members) * (len(b.classes[ci].policies) - pi)
-                             for ci, pi in b.n)))
+
+def _preference_tier(b: _Built) -> _Tier:
+    """Tier 5: the higher-priority policy, then the pool name, for each admission."""
+    weight = {(ci, pi): len(b.classes[ci].policies) - pi for ci, pi in b.n}
+    return _Tier("pool preference", True, [(b.n[k], weight[k]) for k in b.n],
+                 lambda vals: sum(vals.n[k] * weight[k] for k in b.n),
+                 sum(len(b.classes[ci].members) * weight[ci, pi] for ci, pi in b.n))
+
+
+def _tiers(b: _Built, layout: _Layout) -> None:
+    _priority_tiers(b, layout)
+    b.count_tiers = len(b.tiers)
+    b.tiers += [_fifo_tier(b), _late_tier(b), _preference_tier(b)]
 
 
 # ---------------------------------------------------------------- solving
 
-def _decisions(b: _Built, value: Callable[[cp_model.IntVar], int]) -> dict:
-    vals = {"n": {k: value(x) for k, x in b.n.items()},
-            "z": {k: value(x) for k, x in b.z.items()},
-            "v": {k: value(x) for k, x in b.v.items()}}
-    vals["t"] = {ci: sum(vals["n"][ci, pi] for pi in range(len(cls.policies)))
-                 for ci, cls in enumerate(b.classes)}
-    return vals
+def _decisions(b: _Built, value: Callable[[cp_model.IntVar], int]) -> _Values:
+    n = {k: value(x) for k, x in b.n.items()}
+    return _Values(n=n, z={k: value(x) for k, x in b.z.items()}, v={k: value(x) for k, x in b.v.items()},
+                   t={ci: sum(n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)})
 
 
 def _hint(b: _Built, assignment: dict[int, int]) -> None:
@@ -411,44 +502,73 @@ def _exact_assignment(b: _Built, value: Callable[[cp_model.IntVar], int]) -> dic
     out = {var.index: value(var) for var in b.all_vars}
     vals = _decisions(b, value)
     for ci, f in b.fifo.items():
-        out[f.index] = _prefix([b.rank_n - r.rank for r in b.classes[ci].members])[vals["t"][ci]]
+        out[f.index] = _prefix([b.rank_n - r.rank for r in b.classes[ci].members])[vals.t[ci]]
     for gi, f in b.late.items():
-        out[f.index] = _prefix([a.start_rank for a in b.victims[gi].members])[vals["v"][gi]]
+        out[f.index] = _prefix([a.start_rank for a in b.victims[gi].members])[vals.v[gi]]
     return out
 
 
-def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
-          progress: Progress | None = None) -> Solution:
-    """Plan `problem` with the lexicographic objective (docs/planning.md#tiers); see the module docstring."""
-    b = _build(problem)
+@dataclass
+class _Budget:
+    """The deterministic-time budget shared by every tier of every part."""
+
+    total: float
+    tiers_left: int
+    spent: float = 0.0
+
+    def share(self) -> float:
+        """A fair share of what is left: a hard tier cannot starve the ones after
+        it, and time an easy tier does not use passes on."""
+        return (self.total - self.spent) / max(1, self.tiers_left)
+
+
+def _solver(limit: float, presolve: bool) -> cp_model.CpSolver:
+    """One worker, pinned seed, deterministic-time limit: the same model gives the same
+    answer on every run and machine. ``presolve`` is off for the FIFO, start-rank and
+    preference tiers: there the model is the count tiers' model plus thousands of
+    prefix-sum segments, and presolving it again per tier cost 18 of 20 CPU s at
+    50,000 requests for no gain in search (same values, proven either way)."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = RANDOM_SEED
+    solver.parameters.linearization_level = 2
+    solver.parameters.max_deterministic_time = limit
+    solver.parameters.cp_model_presolve = presolve
+    return solver
+
+
+@dataclass
+class _PartResult:
+    vals: _Values
+    values: list[int]
+    bounds: list[int]
+
+
+def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: str) -> _PartResult:
+    """The tiers of one part in order, each fixed at its value before the next."""
     assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
-    vals = _decisions(b, lambda var, chosen=assignment: chosen[var.index])
+    vals = _decisions(b, _lookup(assignment))
     bounds: list[int] = []
-    spent = 0.0
     for i, tier in enumerate(b.tiers, 1):
         if tier.setup is not None:
             tier.setup()
             known = assignment
-            assignment = _exact_assignment(b, lambda var, known=known: known.get(var.index, 0))
+            assignment = _exact_assignment(b, _lookup(known, 0))
         expr = _linear(tier.terms)
         bound = tier.trivial_bound
-        # Fair share of what is left: a hard tier cannot starve the ones after it, and
-        # time an easy tier does not use passes on.
-        left = (max_deterministic_time - spent) / max(1, sum(1 for t in b.tiers[i - 1:] if t.active))
+        left = budget.share()
+        if tier.active:
+            budget.tiers_left -= 1
         if tier.terms and left > 0:
             b.model.clear_objective()
             (b.model.maximize if tier.maximize else b.model.minimize)(expr)
             _hint(b, assignment)
-            solver = cp_model.CpSolver()
-            solver.parameters.num_workers = 1
-            solver.parameters.random_seed = RANDOM_SEED
-            solver.parameters.linearization_level = 2
-            solver.parameters.max_deterministic_time = left
+            solver = _solver(left, presolve=i <= b.count_tiers)
             status = solver.solve(b.model)
-            spent += solver.deterministic_time
+            budget.spent += solver.deterministic_time
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
-                vals = _decisions(b, lambda var, chosen=assignment: chosen[var.index])
+                vals = _decisions(b, _lookup(assignment))
                 found = round(solver.best_objective_bound)      # integral: integer objective
                 bound = (min if tier.maximize else max)(bound, found)
             elif status != cp_model.UNKNOWN:
@@ -458,52 +578,103 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
         if tier.terms:
             b.model.add(expr >= value if tier.maximize else expr <= value)
         if progress:
-            progress(f"tier {i}/{len(b.tiers)} {tier.name}: {value}"
+            progress(f"{label}tier {i}/{len(b.tiers)} {tier.name}: {value}"
                      + ("" if bounds[-1] == value else f" (bound {bound})")
-                     + f" [deterministic time {spent:.2f}/{max_deterministic_time:g}]")
+                     + f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
-    objective = [tier.value(vals) for tier in b.tiers]
+    return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
+
+
+def _layout(problem: Problem, classes: list[_Class], victims: list[_VictimClass]) -> _Layout:
+    return _Layout(prios=sorted({q.priority for cls in classes for q in cls.policies}, reverse=True),
+                   vprios=sorted({vc.policy.priority for vc in victims}, reverse=True),
+                   rank_n=max([len(problem.requests)] + [r.rank + 1 for r in problem.requests]))
+
+
+def _parts(problem: Problem, classes: list[_Class],
+           victims: list[_VictimClass]) -> list[tuple[list[str], list[_Class], list[_VictimClass]]]:
+    """Independent parts (decompose.py), each with its classes and victim classes in
+    their canonical order; parts with nothing to decide are left out."""
+    groups = pool_groups((p.name for p in problem.pools), ([q.pool for q in c.policies] for c in classes))
+    part_of = {pool: i for i, group in enumerate(groups) for pool in group}
+    parts: list[tuple[list[str], list[_Class], list[_VictimClass]]] = [(g, [], []) for g in groups]
+    for cls in classes:
+        parts[part_of[cls.policies[0].pool]][1].append(cls)
+    for vc in victims:
+        parts[part_of[vc.policy.pool]][2].append(vc)
+    return [part for part in parts if part[1] or part[2]]
+
+
+def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
+          progress: Progress | None = None, decompose: bool = True) -> Solution:
+    """Plan `problem` with the §5 lexicographic objective; see the module docstring.
+    ``decompose=False`` solves one model for all pools (for tests and benchmarks:
+    same tier values, slower)."""
+    classes = _request_classes(problem)
+    victims = _victim_classes(problem, borrowed_parts(problem))
+    layout = _layout(problem, classes, victims)
+    parts = (_parts(problem, classes, victims) if decompose
+             else [(sorted(p.name for p in problem.pools), classes, victims)])
+    built = [_build(problem, c, v, layout, pools) for pools, c, v in parts]
+    budget = _Budget(max_deterministic_time, sum(1 for b in built for t in b.tiers if t.active))
+    results = []
+    for i, b in enumerate(built, 1):
+        label = f"part {i}/{len(built)} ({len(b.classes)} classes): " if len(built) > 1 else ""
+        results.append((b, _solve_part(b, budget, progress, label)))
+    objective, bounds = _add_up([r.values for _, r in results]), _add_up([r.bounds for _, r in results])
+    if not results:
+        objective = bounds = [0] * (1 + len(layout.prios) + len(layout.vprios) + 3)
     gap = max([abs(bd - v) / max(1, abs(v)) for bd, v in zip(bounds, objective, strict=True)], default=0.0)
-    return _hand_out(problem, b, vals, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
+    return _hand_out(problem, results, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
+
+
+def _add_up(rows: list[list[int]]) -> list[int]:
+    """Tier values (or bounds) of the whole: the sum over the parts."""
+    return [sum(column) for column in zip(*rows, strict=True)]
 
 
 # ---------------------------------------------------------------- hand-out
 
-def _hand_out(problem: Problem, b: _Built, vals: dict, objective: list[int], status: str,
+def _hand_out(problem: Problem, results: list[tuple[_Built, _PartResult]], objective: list[int], status: str,
               gap: float) -> Solution:
     admitted: dict[str, PolicyRule] = {}
     in_share: set[str] = set()
-    for ci, cls in enumerate(b.classes):
-        queue = iter(cls.members)                       # lowest arrival rank first
-        for pi, q in enumerate(cls.policies):           # higher-priority policy first
-            for j in range(vals["n"][ci, pi]):
-                req = next(queue)
-                admitted[req.id] = q
-                if j < vals["z"].get((ci, pi), 0):
-                    in_share.add(req.id)
+    for b, r in results:
+        for ci, cls in enumerate(b.classes):
+            queue = iter(cls.members)                       # lowest arrival rank first
+            for pi, q in enumerate(cls.policies):           # higher-priority policy first
+                for j in range(r.vals.n[ci, pi]):
+                    req = next(queue)
+                    admitted[req.id] = q
+                    if j < r.vals.z.get((ci, pi), 0):
+                        in_share.add(req.id)
     demand = {r.id: r.demand for r in problem.requests}
     borrowed = borrowed_parts(problem)
+    by_pool: dict[str, list[str]] = {}
+    for rid in sorted(admitted):
+        by_pool.setdefault(admitted[rid].pool, []).append(rid)
     preempted: dict[str, list[str]] = {}
-    for gi, vc in enumerate(b.victims):
-        for alloc in vc.members[:vals["v"][gi]]:         # most recently started first
-            preempted[alloc.name] = _made_room_for(alloc, vc.policy, borrowed[alloc.name], vc.holds,
-                                                   admitted, in_share, demand)
+    for b, r in results:
+        for gi, vc in enumerate(b.victims):
+            for alloc in vc.members[:r.vals.v[gi]]:         # most recently started first
+                preempted[alloc.name] = _made_room_for(vc.policy, borrowed[alloc.name], vc.holds,
+                                                       by_pool.get(alloc.pool, []), admitted, in_share, demand)
     return Solution(strategy="optimal",
                     admitted={rid: admitted[rid].name for rid in sorted(admitted)},
                     preempted={name: preempted[name] for name in sorted(preempted)},
                     status=status, objective=objective, gap=gap)
 
 
-def _made_room_for(alloc: Running, policy: PolicyRule, borrowed: dict[str, int], holds: dict[str, int],
-                   admitted: dict[str, PolicyRule], in_share: set[str], demand: dict) -> list[str]:
-    """The admitted requests in the victim's pool that displaced it: those above its
-    priority or in Z using a key it borrowed on; else such requests using any key it
-    holds; else any request in the pool using a key it holds."""
-    here = sorted(rid for rid, q in admitted.items() if q.pool == alloc.pool)
+def _made_room_for(policy: PolicyRule, borrowed: dict[str, int], holds: dict[str, int], here: list[str],
+                   admitted: dict[str, PolicyRule], in_share: set[str],
+                   demand: dict[str, Mapping[str, int]]) -> list[str]:
+    """The admitted requests in the victim's pool (``here``, sorted) that displaced
+    it: those above its priority or in Z using a key it borrowed on; else such
+    requests using any key it holds; else any request in the pool using a key it holds."""
     displacing = [rid for rid in here if admitted[rid].priority > policy.priority or rid in in_share]
 
-    def using(ids: list[str], keys: dict[str, int]) -> list[str]:
+    def using(ids: Iterable[str], keys: dict[str, int]) -> list[str]:
         return [rid for rid in ids if any(demand[rid].get(k, 0) > 0 and v > 0 for k, v in keys.items())]
 
     return using(displacing, borrowed) or using(displacing, holds) or using(here, holds)

@@ -1,0 +1,248 @@
+"""End-to-end `poolc plan --format json` at 1k-50k requests, both strategies, per stage.
+
+    python benchmarks/plan_cli.py [--sizes 1000,5000,10000,20000,50000] [--seeds 1-5]
+                                  [--generators repertoire,any-shape] [--max-seeds-above 10000:1]
+
+Each instance is the seeded platform of benchmarks/plan_scale.py (20 pools, 60
+policies, 500 running allocations) written out as YAML, the way a user's
+repository holds it: one platform file (pools, one stack, policies), one file of
+Allocation documents, and one Pipeline file of 20 steps per 20 requests (a step
+names its component as step operator). `poolc plan --format json DIR` then runs
+as a separate process, so start-up, YAML loading, validation, solving,
+assembling and printing all count. Two generators: `repertoire` (each component
+draws 4-8 step kinds, plan_scale's default) and `any-shape` (every step picks
+any of the 40 shapes, about ten times as many request classes).
+
+Per run it prints wall and CPU seconds of the whole command, the seconds inside
+each stage (measured in the child by wrapping the stage functions), the peak
+resident memory of the child, the solver status and gap, and the ratio of the
+run's wall time to the 1,000-request one (the "no instance slower than one ten
+times its size" check). Figures, never pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from plan_scale import make_problem  # noqa: E402
+
+from compiler.domain.problem import Problem, Request  # noqa: E402
+
+STEPS_PER_PIPELINE = 20
+# Runs in the child: wraps the stages of compiler.plan.plan_paths with timers and
+# writes {stage: seconds} to $POOLC_BENCH_STAGES when the process exits.
+CHILD = r"""
+import atexit, json, os, sys, time
+t_start, c_start = time.perf_counter(), time.process_time()
+stages, cpu = {}, {}
+def timed(module, name, label):
+    inner = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            stages[label] = stages.get(label, 0.0) + time.perf_counter() - t
+            cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
+    setattr(module, name, wrapper)
+import compiler.plan as P
+import compiler.planner.plan as PP
+import compiler.load as L
+import compiler.config as C
+import compiler.checks as K
+stages["import"], cpu["import"] = time.perf_counter() - t_start, time.process_time() - c_start
+timed(L, "load_paths", "load")
+timed(sys.modules["compiler.validate"], "load_paths", "load")
+timed(sys.modules["compiler.validate"], "build_config", "schema")
+timed(sys.modules["compiler.validate"], "run_checks", "checks")
+timed(P, "problem_from_config", "problem")
+timed(P, "assemble", "assemble")
+timed(P, "inputs_digest", "digest")
+timed(P, "state_from_plan", "state")
+timed(PP, "to_json", "json")
+original = P.load_strategy
+def load_strategy(name, progress=None):
+    solve = original(name, progress)
+    def solve_timed(problem):
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            return solve(problem)
+        finally:
+            stages["solve"], cpu["solve"] = time.perf_counter() - t, time.process_time() - c
+    return solve_timed
+P.load_strategy = load_strategy
+def dump():
+    stages["total"] = time.perf_counter() - t_start
+    with open(os.environ["POOLC_BENCH_STAGES"], "w") as out:
+        json.dump({"wall": stages, "cpu": cpu}, out)
+atexit.register(dump)
+from compiler.cli import main
+sys.argv = ["poolc", *sys.argv[1:]]
+main()
+"""
+STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", "digest", "state", "json")
+
+
+def _amounts(demand: dict[str, int]) -> dict[str, object]:
+    """ResourceSettings that give exactly this demand (SEMANTICS.md §1.2)."""
+    out: dict[str, object] = {}
+    if demand.get("gpu"):
+        out["gpu_count"] = demand["gpu"]
+    if demand.get("mcpu"):
+        out["cpu_count"] = demand["mcpu"] // 1000
+    if demand.get("memory_mb"):
+        out["memory"] = f"{demand['memory_mb'] // 1000}GB"
+    extra = {k: v for k, v in sorted(demand.items()) if k not in ("gpu", "mcpu", "memory_mb", "step_run")}
+    if extra:
+        out["pool_resources"] = extra
+    return out
+
+
+def _flow(mapping: dict) -> str:
+    return "{" + ", ".join(f"{k}: {_flow(v) if isinstance(v, dict) else v}" for k, v in mapping.items()) + "}"
+
+
+def _doc(kind: str, name: str, spec_lines: list[str]) -> str:
+    return "\n".join([f"apiVersion: poolc/v1\nkind: {kind}\nmetadata: {{name: {name}}}\nspec:", *spec_lines])
+
+
+def write_instance(problem: Problem, out: Path) -> None:
+    """The Problem as a YAML repository that plans to the same Problem."""
+    subjects = sorted({q.subject for q in problem.policies})
+    docs = [_doc("ResourcePool", p.name, [f"  capacity: {_flow(dict(p.capacity))}"]) for p in problem.pools]
+    ops = "\n".join(f"    - {{name: {s}, flavor: kubernetes, namespace: bench, image: 'bench:1'}}"
+                    for s in subjects[1:])
+    docs.append(_doc("Stack", "bench", [f"  orchestrator: {{name: {subjects[0]}, flavor: kubernetes, "
+                                        "namespace: bench, image: 'bench:1'}", "  step_operators:", ops]))
+    for q in problem.policies:
+        lines = [f"  subject: {q.subject}", f"  pool: {q.pool}", f"  priority: {q.priority}"]
+        if q.reserved:
+            lines.append(f"  reserved: {_flow(dict(q.reserved))}")
+        lines.append(f"  limit: {_flow(dict(q.limit))}")
+        docs.append(_doc("Policy", q.name, lines))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "platform.yaml").write_text("\n---\n".join(docs) + "\n", encoding="utf-8")
+    allocs = []
+    for a in problem.running:
+        when = a.started_at.strftime("%Y-%m-%dT%H:%M:%SZ") if a.started_at else None
+        lines = [f"  subject: {a.subject}", f"  pool: {a.pool}", f"  preemptible: {str(a.preemptible).lower()}",
+                 f"  holds: {_flow(dict(a.holds))}"] + ([f"  started_at: {when}"] if when else [])
+        allocs.append(_doc("Allocation", a.name, lines))
+    (out / "running.yaml").write_text("\n---\n".join(allocs) + "\n", encoding="utf-8")
+    pipes = out / "pipelines"
+    pipes.mkdir(exist_ok=True)
+    by_pipeline: dict[str, list[Request]] = {}
+    for r in sorted(problem.requests, key=lambda r: r.rank):
+        by_pipeline.setdefault(r.id.split("/")[0], []).append(r)
+    for name, steps in by_pipeline.items():
+        lines = ["  stack: bench", "  steps:"]
+        for r in steps:
+            lines.append(f"    {r.id.split('/')[1]}:")
+            if r.requester != subjects[0]:
+                lines.append(f"      step_operator: {r.requester}")
+            resources = {**_amounts(dict(r.demand)), **({} if r.preemptible else {"preemptible": "false"})}
+            lines.append(f"      settings: {{resources: {_flow(resources)}}}")
+        (pipes / f"{name}.yaml").write_text(_doc("Pipeline", name, lines) + "\n", encoding="utf-8")
+
+
+def run_plan(directory: Path, strategy: str, out_json: Path) -> dict:
+    """One `poolc plan` child: wall, CPU, peak RSS, stage seconds, solver verdict."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+        stages_file = tmp.name
+    env = {**os.environ, "POOLC_BENCH_STAGES": stages_file, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-c", CHILD, "plan", "--format", "json", "--strategy", strategy, "--quiet",
+            str(directory)]
+    start = time.perf_counter()
+    with open(out_json, "wb") as stdout:
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+    wall = time.perf_counter() - start
+    stages = json.loads(Path(stages_file).read_text()) if Path(stages_file).stat().st_size else {"wall": {}, "cpu": {}}
+    os.unlink(stages_file)
+    data = out_json.read_bytes()
+    try:
+        solver = json.loads(data)["solver"]
+    except (ValueError, KeyError):
+        sys.exit(f"poolc plan failed ({proc.returncode}):\n{err[-3000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+            "stages": stages, "status": solver["status"], "gap": solver["gap"],
+            "sha": hashlib.sha256(data).hexdigest()[:12]}
+
+
+def _range(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _caps(text: str) -> dict[int, int]:
+    """'10000:3,20000:1' -> at most 3 seeds above 10,000 requests... (size -> seeds)."""
+    return {int(k): int(v) for k, v in (p.split(":") for p in text.split(",") if p)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,5000,10000,20000,50000")
+    ap.add_argument("--seeds", default="1-5")
+    ap.add_argument("--generators", default="repertoire,any-shape")
+    ap.add_argument("--strategies", default="optimal,zenml")
+    ap.add_argument("--seeds-at", default="20000:2,50000:1",
+                    help="fewer seeds at large sizes: size:count,... (a size gets the cap of the largest "
+                         "listed size <= it)")
+    ap.add_argument("--keep", type=Path, help="write the instances here (else a temporary directory)")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    seeds, caps = _range(args.seeds), _caps(args.seeds_at)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="poolc-plan-bench-"))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; instances in {work}")
+    head = (f"{'generator':<10} {'reqs':>6} {'seed':>4} {'classes':>7} {'strategy':<8} {'status':<8} {'gap':>5} "
+            f"{'wall':>6} {'cpu':>6} {'MB':>5} {'x1k':>5} | " + " ".join(f"{s[:6]:>6}" for s in STAGES))
+    print(head)
+    base: dict[tuple[str, str, int], float] = {}
+    for gen in args.generators.split(","):
+        for size in sizes:
+            cap = max([c for s, c in caps.items() if s <= size], default=len(seeds))
+            for seed in seeds[:cap]:
+                problem = make_problem(seed, n_requests=size, any_shape=(gen == "any-shape"))
+                classes = len({(r.requester, tuple(sorted(r.demand.items())), r.preemptible)
+                               for r in problem.requests})
+                directory = work / f"{gen}-{size}-{seed}"
+                if not (directory / "platform.yaml").exists():
+                    write_instance(problem, directory)
+                for strategy in args.strategies.split(","):
+                    r = run_plan(directory, strategy, work / f"{gen}-{size}-{seed}-{strategy}.json")
+                    if size == sizes[0]:
+                        base[gen, strategy, seed] = r["wall"]
+                    ref = base.get((gen, strategy, seed)) or base.get((gen, strategy, seeds[0]))
+                    ratio = f"{r['wall'] / ref:5.1f}" if ref else "    -"
+                    wall = " ".join(f"{r['stages']['wall'].get(s, 0.0):6.2f}" for s in STAGES)
+                    cpu = " ".join(f"{r['stages']['cpu'].get(s, 0.0):6.2f}" for s in STAGES)
+                    print(f"{gen:<10} {size:>6} {seed:>4} {classes:>7} {strategy:<8} {r['status']:<8} "
+                          f"{r['gap']:5.2f} {r['wall']:6.2f} {r['cpu']:6.2f} {r['rss_mb']:5.0f} {ratio} | {wall}\n"
+                          f"{'':>78}cpu | {cpu}", flush=True)
+    print("\nstages (s, inside the child): import = start-up and imports; load = YAML; schema = documents "
+          "to models; checks = semantic checks and step requests; problem = Problem from the config; "
+          "solve = the strategy; assemble = plan and explanations; digest = inputs digest; "
+          "state = next state; json = serialising; first line wall, second line CPU seconds per stage. "
+          "wall/cpu/MB = the whole child process "
+          "(MB = peak resident). x1k = wall / wall of the first size, same seed.")
+
+
+if __name__ == "__main__":
+    main()
