@@ -118,7 +118,8 @@ class FlavorAssigner:
         ceiling = node.potential_available(fr)
         amount = f"{format_amount(res, value)}"
         if value > ceiling:
-            limit = f", borrowingLimit {format_amount(res, quota.borrowing_limit)}" if quota.borrowing_limit is not None else ""
+            limit = (f", borrowingLimit {format_amount(res, quota.borrowing_limit)}"
+                     if quota.borrowing_limit is not None else "")
             return _G_NOFIT, 0, (
                 f"insufficient quota for {res} in flavor '{flavor}': needs {amount}, but at most "
                 f"{format_amount(res, ceiling)} can ever be available to {self._where()} "

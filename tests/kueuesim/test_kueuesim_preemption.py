@@ -238,7 +238,8 @@ def test_zero_requests_and_evictions_keep_the_books_straight() -> None:
 
     objs = [
         flavor("default"),
-        cluster_queue("cq", group(["cpu", "nvidia.com/gpu"], ("default", [quota("cpu", 4), quota("nvidia.com/gpu", 2)])),
+        cluster_queue("cq", group(["cpu", "nvidia.com/gpu"],
+                                  ("default", [quota("cpu", 4), quota("nvidia.com/gpu", 2)])),
                       preemption={"withinClusterQueue": "LowerPriority"}),
         local_queue("ns", "q", "cq"),
     ]

@@ -22,7 +22,8 @@ from .builders import (
 
 
 def _single(strategy: str | None = None, selector: Any = None, **kwargs: Any) -> list[dict[str, Any]]:
-    cq = cluster_queue("cq", cpu_group(4), strategy=strategy, **({"selector": selector} if selector is not None else {}))
+    extra = {"selector": selector} if selector is not None else {}
+    cq = cluster_queue("cq", cpu_group(4), strategy=strategy, **extra)
     return [flavor("default"), cq, local_queue("ns", "q", "cq"), *kwargs.get("extra", [])]
 
 

@@ -89,7 +89,8 @@ def test_borrowing_limit() -> None:
     with resources adding up to 9+1=10 CPUs" and "team-b-cq can use up to 12+9 CPUs".
     """
     objs = _team_ab(quota("cpu", 9, borrowing=1), quota("cpu", 12))
-    out = run(objs, [wl("nine", "a", 9, created=1), wl("two", "a", 2, created=2), wl("one", "a", 1, created=3)]).outcomes
+    workloads = [wl("nine", "a", 9, created=1), wl("two", "a", 2, created=2), wl("one", "a", 1, created=3)]
+    out = run(objs, workloads).outcomes
     assert (out["nine"].status, out["two"].status, out["one"].status) == ("admitted", "pending", "admitted")
     assert out["one"].borrowing is True
     assert "at most 1 can ever be available" in out["two"].reason or "needs 2, 1 available" in out["two"].reason
