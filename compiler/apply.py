@@ -10,7 +10,7 @@ removes generated files whose source is gone and never touches anything else.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -196,7 +196,7 @@ def _stale_plan(saved: Plan, fresh: Plan, state_path: str) -> str | None:
     return None
 
 
-def _changed_inputs(before: dict[str, str], after: dict[str, str]) -> str:
+def _changed_inputs(before: Mapping[str, str], after: Mapping[str, str]) -> str:
     """``Pipeline/training changed, Policy/prod added`` (at most five, then a count)."""
     words = [f"{key} changed" for key in sorted(before) if key in after and before[key] != after[key]]
     words += [f"{key} added" for key in sorted(after) if key not in before]

@@ -153,7 +153,7 @@ def _load(paths: list[str], stdin: bytes | None) -> LoadResult:
     before = load_paths(paths[:index])
     after = load_paths([p for p in paths[index + 1:] if p != STDIN])
     text, problem = decode(STDIN_NAME, stdin)
-    documents, problems = load_text(STDIN_NAME, text, before.counts) if text is not None else ([], [])
+    documents, problems = load_text(STDIN_NAME, text, counts=before.counts) if text is not None else ([], [])
     seen = set(before.files)
     late = [doc for doc in after.documents if doc.file not in seen]
     counts = {k: before.counts.get(k, 0) + after.counts.get(k, 0) for k in ("documents", "foreign")}
