@@ -223,7 +223,9 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
     _state_note(state_file, result.state.missing, quiet)
     if not result.state.ok:  # nothing printed, nothing written: the plan would be of another world
-        emit_diagnostics(result.state.diagnostics, "text" if fmt in ("json", "markdown") else fmt, quiet)
+        from .report import render
+
+        click.echo(render("text", result.state.diagnostics), nl=False, err=True)  # stdout stays empty: no plan
         click.echo(f"poolc: cannot read the state file {result.state_path}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
     plan_json = to_json(result.plan)
