@@ -387,6 +387,93 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     sys.exit(EXIT_OK)
 
 
+@main.group()
+def state() -> None:
+    """Look at and change the state file (default poolc.state.json here)."""
+
+
+state_file_option = click.option("--state", "state_file", type=click.Path(dir_okay=False),
+                                 help="State file (default: poolc.state.json in the current directory).")
+
+
+@state.command("list")
+@state_file_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@guarded
+def state_list(state_file: str | None, fmt: str) -> None:
+    """List the allocations the state holds. Exit 0, or 1 when the state is invalid."""
+    import json
+
+    from .state import DEFAULT_STATE
+    from .statecmd import list_allocations
+
+    read, rows = list_allocations(state_file or DEFAULT_STATE)
+    if not read.ok:
+        emit_diagnostics(read.diagnostics, "text", False)
+        sys.exit(EXIT_FINDINGS)
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        for row in rows:
+            holds = " ".join(f"{k}={v}" for k, v in row["holds"].items())
+            kind = "preemptible" if row["preemptible"] else "non-preemptible"
+            click.echo(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
+                       f"since {row['started_at'] or '-'}  {holds}")
+    sys.exit(EXIT_OK)
+
+
+@state.command("rm")
+@click.argument("names", nargs=-1, required=True)
+@state_file_option
+@guarded
+def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
+    """Release finished steps (allocation names or pipeline/step ids): their capacity is
+    free again, and a step is not requested again until its inputs change."""
+    from .state import DEFAULT_STATE
+    from .statecmd import remove
+
+    change = remove(state_file or DEFAULT_STATE, names)
+    if not change.ok:
+        emit_diagnostics(change.diagnostics, "text", False)
+        click.echo(f"poolc: nothing changed: {change.refused}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    for name in change.removed:
+        click.echo(f"released: {name}")
+    sys.exit(EXIT_OK)
+
+
+@state.command("import")
+@paths_argument
+@state_file_option
+@click.option("--kueue", "kueue_file", type=click.Path(dir_okay=False),
+              help="kubectl get workloads.kueue.x-k8s.io -A -o json")
+@click.option("--sagemaker", "sagemaker_file", type=click.Path(dir_okay=False),
+              help="a JSON array of aws sagemaker describe-training-job outputs")
+@guarded
+def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str | None,
+                 sagemaker_file: str | None) -> None:
+    """Refresh the running allocations from what the cluster reports.
+
+    Admitted or running jobs stay or appear with their real start times; finished,
+    failed or evicted ones leave. Exit 1, changing nothing, on any error.
+    """
+    from .state import DEFAULT_STATE
+    from .statecmd import import_cluster
+
+    if not kueue_file and not sagemaker_file:
+        raise click.UsageError("give --kueue FILE, --sagemaker FILE or both")
+    change = import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
+                            sagemaker=sagemaker_file)
+    emit_diagnostics(change.diagnostics, "text", False)
+    if not change.ok:
+        click.echo(f"poolc: nothing imported: {change.refused}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    for label, names in (("appeared", change.added), ("left", change.removed), ("running", change.kept)):
+        for name in names:
+            click.echo(f"{label}: {name}")
+    sys.exit(EXIT_OK)
+
+
 def _decided(plan: Any) -> str:
     """What the applied plan decided, in one block: counts, then names."""
     def names(items: list[str]) -> str:

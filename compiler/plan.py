@@ -30,7 +30,7 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.eligibility import check_policy
-from .domain.naming import allocation_name
+from .domain.naming import allocation_name, step_label
 from .domain.plan import STRATEGIES, FileChange, Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
@@ -238,7 +238,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     requests = validation.requests  # requests do not depend on allocations
     rejected = step_errors(config, requests, validation.diagnostics)
     inputs = {r.id: step_inputs(r) for r in requests}
-    finished = tuple(sorted(r.id for r in requests if state.finished.get(r.id) == inputs[r.id]))
+    finished = tuple(sorted(r.id for r in requests if state.finished.get(step_label(r.id)) == inputs[r.id]))
     live = [r for r in requests if r.id not in finished]
     everything = problem_from_config(config, [], state.allocations)
     recorded = {a.metadata.name: step_of(a) for a in state.allocations}

@@ -85,8 +85,8 @@ class StateRead(NamedTuple):
     # longer run, although the files still list them (see compiler/plan.py).
     preempted: list[str] = []
     missing: bool = False               # no state file at that path (an empty state)
-    # Steps `poolc state rm` released as finished: step id -> the digest of the
-    # step's inputs then; not requested again until the inputs change.
+    # Steps `poolc state rm` released as finished: step label (naming.step_label) ->
+    # the digest of the step's inputs then; not requested again until they change.
     finished: dict[str, str] = {}
     output_dir: str | None = None       # where apply wrote the files, relative to the state's folder
 
@@ -355,7 +355,8 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     }
     if gone:
         state["preempted"] = gone
-    still_finished = {step: digest for step, digest in (finished or {}).items() if step in plan.finished}
+    labels = {step_label(step) for step in plan.finished}
+    still_finished = {label: digest for label, digest in (finished or {}).items() if label in labels}
     if still_finished:
         state["finished"] = dict(sorted(still_finished.items()))
     if output_dir:
