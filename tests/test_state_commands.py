@@ -31,7 +31,8 @@ def apply():
 
 
 def jobs() -> list[dict]:
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(Path("deploy/kubernetes").rglob("*.job.yaml"))]
+    return [yaml.safe_load(p.read_text(encoding="utf-8"))
+            for p in sorted(Path("deploy/kubernetes").rglob("*.job.yaml"))]
 
 
 def workload(job: dict, *conditions: str) -> dict:
