@@ -96,7 +96,7 @@ STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", 
 
 
 def _amounts(demand: dict[str, int]) -> dict[str, object]:
-    """ResourceSettings that give exactly this demand (SEMANTICS.md §1.2)."""
+    """ResourceSettings that give exactly this demand (docs/format.md#how-step-settings-merge)."""
     out: dict[str, object] = {}
     if demand.get("gpu"):
         out["gpu_count"] = demand["gpu"]

@@ -1,8 +1,8 @@
 """Split a planning problem into independent parts: groups of pools that no request
 class can choose between.
 
-Why it is exact: every hard rule of SEMANTICS.md §5 is per pool or per policy (and a
-policy lives on one pool), a running allocation stays in its pool, and a request
+Why it is exact: every hard rule of the optimal strategy (docs/planning.md#tiers) is
+per pool or per policy (and a policy lives on one pool), a running allocation stays in its pool, and a request
 class is placed in one of its eligible pools. So when no class is eligible on pools
 of two groups, the groups share no decision and no constraint. Every objective tier
 is a sum over requests or allocations, hence a sum over parts; optimizing each part

@@ -1,4 +1,4 @@
-"""Planning strategy `optimal` (SEMANTICS.md §5) on OR-Tools CP-SAT.
+"""Planning strategy `optimal` (docs/planning.md#tiers) on OR-Tools CP-SAT.
 
 Why it is shaped this way:
 
@@ -412,7 +412,7 @@ def _count_tier(name: str, maximize: bool, terms: Terms, value: Callable[[_Value
 
 def _priority_tiers(b: _Built, layout: _Layout) -> None:
     """|Z|, then per admission priority its admitted count and the victim counts it
-    may displace (SEMANTICS.md §5 tiers 1 and 2), in the global order."""
+    may displace (docs/planning.md#tiers, tiers 1 and 2), in the global order."""
     zkeys = sorted(b.z)
     b.tiers.append(_count_tier("in-share |Z|", True, [(b.z[k], 1) for k in zkeys],
                                lambda vals: sum(vals.z[k] for k in zkeys),
@@ -608,7 +608,7 @@ def _parts(problem: Problem, classes: list[_Class],
 
 def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
           progress: Progress | None = None, decompose: bool = True) -> Solution:
-    """Plan `problem` with the §5 lexicographic objective; see the module docstring.
+    """Plan `problem` with the lexicographic objective (docs/planning.md#tiers); see the module docstring.
     ``decompose=False`` solves one model for all pools (for tests and benchmarks:
     same tier values, slower)."""
     classes = _request_classes(problem)
