@@ -6,6 +6,9 @@ the committed table is stale.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from .diagnostics import RULES
 
 _FAMILIES = {
@@ -32,18 +35,49 @@ def render() -> str:
             if rule.family == family:
                 lines.append(f"| `{rule.id}` | {rule.severity} | {rule.summary} |")
         lines.append("")
-    lines += ["## The checks, as documented in their code", "",
-              "Each semantic check is a small function in `compiler/checks/`; its docstring is its",
-              "documentation and is copied here.", ""]
-    from .checks import CHECKS, Context, run_checks
-    from .config import Config
-
-    run_checks(Context(Config()))  # imports every check module, so CHECKS is complete
-    for fn in CHECKS:
-        doc = " ".join((fn.__doc__ or "").split())
-        lines.append(f"- `{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}`: {doc}")
-    lines.append("")
+    lines += _rule_sections()
     return "\n".join(lines)
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "negative"
+_EXPECT = re.compile(r"^# expect: (\d+):(\d+) (error|warning) ([A-Z]\d{3})\s*$", re.M)
+CONTEXT_LINES = 3
+
+
+def _example(rule_id: str) -> list[str]:
+    """The first negative fixture that expects ``rule_id``: the lines around the
+    finding and the diagnostic itself."""
+    if not FIXTURES.is_dir():
+        return []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if "# xfail:" in text or "# context:" in text:
+            continue
+        for match in _EXPECT.finditer(text):
+            if match[4] != rule_id:
+                continue
+            line, column = int(match[1]), int(match[2])
+            source = text.splitlines()
+            first = max(0, line - 1 - CONTEXT_LINES)
+            shown = source[first:line + CONTEXT_LINES]
+            return [f"Fails (`tests/fixtures/negative/{path.name}`, line {line}):", "", "```yaml", *shown, "```", "",
+                    f"gives `{path.name}:{line}:{column}: {match[3]}[{rule_id}] ...`", ""]
+    return []
+
+
+def _rule_sections() -> list[str]:
+    """One section per rule: what it means, the checks that emit it (their
+    docstrings are the rule's documentation), and an example from the fixtures."""
+    from .checks import registered
+
+    checks = registered()
+    lines = ["## Every rule", ""]
+    for rule in sorted(RULES.values(), key=lambda r: r.id):
+        lines += [f"### {rule.id}", "", f"{rule.severity}: {rule.summary}.", ""]
+        for found in (c for c in checks if rule.id in c.rules):
+            lines += [f"Checked by `{found.name}`: {found.doc}", ""]
+        lines += _example(rule.id)
+    return lines
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """Semantic rules over the whole configuration (docs/planning.md#eligibility, docs/format.md).
 
-Each rule family is one module; each check is a small generator registered with
-``@check`` that yields Diagnostics. Adding a rule touches one module and its test.
+Each rule family is one module (listed in ``MODULES``); each check is a small
+generator registered with ``@check(RULE, ...)``, which names the rule ids it
+emits (a test holds it to that), and whose docstring is the rule's user
+documentation (docs/rules.md is generated from both). Adding a rule touches one
+module and its fixture.
 """
 
 from __future__ import annotations
@@ -12,19 +15,51 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Rule
 from ..requests import StepRequest, build_requests
 
 if TYPE_CHECKING:
     from ..domain.problem import Problem
 
-CHECKS: list[Callable[[Context], Iterator[Diagnostic]]] = []
+CheckFn = Callable[["Context"], Iterator[Diagnostic]]
 
 
-def check(fn: Callable[[Context], Iterator[Diagnostic]]) -> Callable[[Context], Iterator[Diagnostic]]:
-    """Register a check; its docstring is the rule's user documentation."""
-    CHECKS.append(fn)
-    return fn
+@dataclass(frozen=True)
+class Check:
+    """A registered check: the function, the rule ids it may emit, its user doc."""
+
+    fn: CheckFn
+    rules: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.fn.__module__.rsplit('.', 1)[-1]}.{self.fn.__name__}"
+
+    @property
+    def doc(self) -> str:
+        return " ".join((self.fn.__doc__ or "").split())
+
+
+CHECKS: list[Check] = []
+# The rule-family modules, in report order; importing one registers its checks.
+MODULES = ("pools", "stacks", "pipelines", "allocations", "limits", "names", "nodes")
+
+
+def check(*rules: Rule) -> Callable[[CheckFn], CheckFn]:
+    """Register a check that emits ``rules``; its docstring is their user documentation."""
+    def register(fn: CheckFn) -> CheckFn:
+        CHECKS.append(Check(fn, tuple(r.id for r in rules)))
+        return fn
+    return register
+
+
+def registered() -> list[Check]:
+    """Every check, with every rule-family module imported."""
+    from importlib import import_module
+
+    for module in MODULES:
+        import_module(f"{__name__}.{module}")
+    return list(CHECKS)
 
 
 @dataclass
@@ -90,9 +125,7 @@ class Context:
 
 def run_checks(ctx: Context) -> list[Diagnostic]:
     """Every registered check over one Context (whose requests the caller may reuse)."""
-    from . import allocations, limits, names, nodes, pipelines, pools, stacks  # noqa: F401  (registers the checks)
-
     found: list[Diagnostic] = []
-    for fn in CHECKS:
-        found.extend(fn(ctx))
+    for registered_check in registered():
+        found.extend(registered_check.fn(ctx))
     return found

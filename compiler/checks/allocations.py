@@ -12,7 +12,7 @@ from .suggestions import did_you_mean, edit_distance
 __all__ = ["did_you_mean", "edit_distance"]  # kept importable from here
 
 
-@check
+@check(d.N002, d.A001)
 def allocation_references(ctx: Context) -> Iterator[Diagnostic]:
     """N002 / A001: an allocation's pool exists and its subject is a component of some
     stack (a typo would hold capacity for nobody, so it is an error with the closest
@@ -38,7 +38,7 @@ def allocation_references(ctx: Context) -> Iterator[Diagnostic]:
                                        ("spec", "subject"))
 
 
-@check
+@check(d.A002)
 def pools_over_capacity(ctx: Context) -> Iterator[Diagnostic]:
     """A002 (warning): running allocations already hold more than a pool's capacity on
     a key; nothing that needs that key is admitted there until they finish."""

@@ -24,7 +24,7 @@ def _where(units_key: str, written: dict) -> str:
     return _FIELD[units_key] if units_key in _FIELD and _FIELD[units_key] in written else units_key
 
 
-@check
+@check(d.P007)
 def resource_maps(ctx: Context) -> Iterator[Diagnostic]:
     """P007: capacity, reserved and limit values must be at most 10^12 units once converted."""
     tables: list[tuple[Entry[Any], str, ResourceMap]] = [
@@ -42,7 +42,7 @@ def resource_maps(ctx: Context) -> Iterator[Diagnostic]:
                     "check the unit", ("spec", field, _where(key, written)))
 
 
-@check
+@check(d.P007)
 def step_demands(ctx: Context) -> Iterator[Diagnostic]:
     """P007: a step's resources must be at most 10^12 units once converted."""
     for request in ctx.requests:

@@ -25,7 +25,7 @@ _DERIVED: list[tuple[str, Callable[[str], str]]] = [
 ]
 
 
-@check
+@check(d.N003)
 def step_names(ctx: Context) -> Iterator[Diagnostic]:
     """N003: two steps must not map to one generated file, allocation or training job name."""
     for what, derive in _DERIVED:
@@ -41,7 +41,7 @@ def step_names(ctx: Context) -> Iterator[Diagnostic]:
                     "are rewritten)", request.path, key=True)
 
 
-@check
+@check(d.N003)
 def reserved_pool_names(ctx: Context) -> Iterator[Diagnostic]:
     """N003: a pool must not be named like a file poolc generates for another purpose."""
     for name, entry in sorted(ctx.config.pools.items()):

@@ -12,7 +12,7 @@ from ..requests import GPU_PRODUCT_LABEL
 from . import Context, check
 
 
-@check
+@check(d.T002)
 def gpu_type_on_no_node(ctx: Context) -> Iterator[Diagnostic]:
     """T002 (warning): a Kubernetes step that asks for GPUs with a gpu_type gets the
     node selector nvidia.com/gpu.product=<gpu_type>. When every pool the step is
@@ -47,7 +47,7 @@ def gpu_type_on_no_node(ctx: Context) -> Iterator[Diagnostic]:
                     source.field_path("gpu_type"))
 
 
-@check
+@check(d.T003)
 def shared_namespaces(ctx: Context) -> Iterator[Diagnostic]:
     """T003 (warning): a LocalQueue lives in a namespace, and a ClusterQueue admits
     from the namespace its namespaceSelector names. When Kubernetes components that

@@ -24,7 +24,7 @@ def _key_location(request: StepRequest, key: str) -> tuple:
     return request.field_path("pool_resources") + (key,)
 
 
-@check
+@check(d.R001)
 def quantities(ctx: Context) -> Iterator[Diagnostic]:
     """R001: memory, disk and shm must be more than zero bytes, and the request a
     step's cpu_count and memory make (mcpu, memory_mb) is at most 10^12 units, the
@@ -54,7 +54,7 @@ def quantities(ctx: Context) -> Iterator[Diagnostic]:
 SAGEMAKER_MAX_RUNTIME_SECONDS = 28 * 86_400
 
 
-@check
+@check(d.R008)
 def max_runtime(ctx: Context) -> Iterator[Diagnostic]:
     """R008: a step's max_runtime must fit its target. On a SageMaker step operator it
     becomes StoppingCondition.MaxRuntimeInSeconds, whose maximum is 28 days (2419200
@@ -85,7 +85,7 @@ def _replicas_conflict(settings: ResourceSettings) -> tuple[int, int] | None:
     return (low, high) if low is not None and high and low > high else None
 
 
-@check
+@check(d.R002)
 def replicas(ctx: Context) -> Iterator[Diagnostic]:
     """R002: min_replicas <= max_replicas unless max_replicas is 0 (no limit). Checked
     on every step's merged settings and on the pipeline default by itself: ZenML
@@ -108,7 +108,7 @@ def replicas(ctx: Context) -> Iterator[Diagnostic]:
                 ("spec", "settings", "resources", "min_replicas"))
 
 
-@check
+@check(d.R007)
 def zenml_098_spellings(ctx: Context) -> Iterator[Diagnostic]:
     """R007 (warning): a ZenML 0.98 name for a v1 ResourceSettings field is accepted with
     the same meaning (resources = pool_resources, gpu_class = gpu_type,
@@ -133,7 +133,7 @@ def _spelling_message(new: str, value: object) -> str:
     return f"{new} is ZenML 0.98's spelling of {NEW_SPELLINGS[new]}; poolc reads it so, write {NEW_SPELLINGS[new]}"
 
 
-@check
+@check(d.R003, d.R004, d.R005)
 def eligibility(ctx: Context) -> Iterator[Diagnostic]:
     """R003 / R004 / R005: a step must be eligible on some pool of its requester
     (capacity, limit and, when non-preemptible, the reserved share); a requester with
@@ -159,7 +159,7 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
         yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key), request=source.id)
 
 
-@check
+@check(d.R006, d.K004)
 def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
     """R006 / K004: a step on a SageMaker step operator needs an instance type of the
     catalog (restricted to the component's allow-list) with enough vCPUs, memory and

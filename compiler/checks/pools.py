@@ -20,7 +20,7 @@ def _key_path(resource_map: ResourceMap | None, field: str, key: str) -> tuple[s
     return ("spec", field, written)
 
 
-@check
+@check(d.N002)
 def policy_references(ctx: Context) -> Iterator[Diagnostic]:
     """N002: a policy's pool and subject must exist (the subject is a stack component)."""
     for _, entry in sorted(ctx.config.policies.items()):
@@ -42,7 +42,7 @@ def _fix(name: str, known: Iterable[str], what: str, otherwise: str) -> str:
     return hint if hint.startswith(";") else f"; {otherwise}{hint}"
 
 
-@check
+@check(d.P001, d.P002, d.P003)
 def policy_keys_and_bounds(ctx: Context) -> Iterator[Diagnostic]:
     """P001-P003: reserved/limit keys exist in the pool; reserved <= limit <= capacity."""
     for _, entry in sorted(ctx.config.policies.items()):
@@ -70,7 +70,7 @@ def policy_keys_and_bounds(ctx: Context) -> Iterator[Diagnostic]:
                                            _key_path(spec.reserved, "reserved", key))
 
 
-@check
+@check(d.P004)
 def reserved_sum(ctx: Context) -> Iterator[Diagnostic]:
     """P004: per pool and key, the reserved shares of all its policies fit its capacity."""
     reserved_on: dict[str, list[tuple[str, dict[str, int]]]] = {}
@@ -87,7 +87,7 @@ def reserved_sum(ctx: Context) -> Iterator[Diagnostic]:
                                           _key_path(pool.obj.spec.capacity, "capacity", key))
 
 
-@check
+@check(d.P005)
 def one_policy_per_subject_and_pool(ctx: Context) -> Iterator[Diagnostic]:
     """P005: at most one policy per (subject, pool): a request would not know which to use."""
     seen: dict[tuple[str, str], str] = {}
@@ -104,7 +104,7 @@ def one_policy_per_subject_and_pool(ctx: Context) -> Iterator[Diagnostic]:
 BUILTIN_KEYS = {"gpu", "mcpu", "memory_mb", "step_run"}
 
 
-@check
+@check(d.P006)
 def custom_keys_not_enforced(ctx: Context) -> Iterator[Diagnostic]:
     """P006 (warning): a custom capacity key (a licence, a session count) is planned by
     poolc but not enforced by Kueue at runtime; reported once per key."""

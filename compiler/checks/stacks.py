@@ -10,7 +10,7 @@ from . import Context, check
 from .suggestions import closest, did_you_mean
 
 
-@check
+@check(d.K001)
 def component_defined_once(ctx: Context) -> Iterator[Diagnostic]:
     """K001: a component may appear in several stacks only with identical settings."""
     first: dict[str, tuple] = {}
@@ -29,7 +29,7 @@ def component_defined_once(ctx: Context) -> Iterator[Diagnostic]:
                                            "or another name", path)
 
 
-@check
+@check(d.N002, d.K002)
 def pipeline_references(ctx: Context) -> Iterator[Diagnostic]:
     """N002 / K002: a pipeline's stack exists and its steps' operators belong to it."""
     for _, entry in sorted(ctx.config.pipelines.items()):
@@ -55,7 +55,7 @@ def pipeline_references(ctx: Context) -> Iterator[Diagnostic]:
                                            request=f"{entry.name}/{step_name}")
 
 
-@check
+@check(d.K003)
 def step_has_image(ctx: Context) -> Iterator[Diagnostic]:
     """K003: every step needs a container image, from the step or from its component."""
     for request in ctx.requests:
