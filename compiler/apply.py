@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .diagnostics import Diagnostic
+from .writer import read_regular
 
 if TYPE_CHECKING:
     from .domain.plan import Plan
@@ -63,24 +64,8 @@ class ApplyResult:
         return self.refused is None
 
 
-def _read(path: str, limit: int = 64 << 20) -> str | None:
-    """A regular file's text, or None: never blocks on a FIFO or reads a device forever."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(limit + 1)
-        return raw.decode("utf-8") if len(raw) <= limit else None
-    except (OSError, UnicodeDecodeError):
-        return None
-    finally:
-        os.close(fd)
+def _read(path: str) -> str | None:
+    return read_regular(path)
 
 
 def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:

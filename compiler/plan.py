@@ -40,6 +40,7 @@ from .planner.solution import Solution
 from .requests import StepRequest
 from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
 from .validate import Validation, validate_paths
+from .writer import read_regular
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
@@ -298,11 +299,8 @@ def _output_dir(result: PlanResult, given: str | None) -> str | None:
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
+    """A regular file's text, or None (never blocks on a FIFO)."""
+    return read_regular(path)
 
 
 def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequest], inputs: Mapping[str, str],

@@ -127,6 +127,24 @@ def write_new(dir_fd: int, name: str, text: str) -> None:
         os.close(fd)
 
 
+def read_regular(path: str, limit: int = 64 << 20) -> str | None:
+    """A regular file's text, or None: never blocks on a FIFO or reads a device forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(limit + 1)
+        return raw.decode("utf-8") if len(raw) <= limit else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
 def check_replaceable(path: str) -> None:
     """Refuse to replace anything but a regular file (or nothing)."""
     try:

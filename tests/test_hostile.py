@@ -187,7 +187,9 @@ def test_a_file_name_is_no_workflow_command_in_the_text_output(platform, name):
     assert not any(line.strip().startswith("::") for line in result.stdout.splitlines()), result.stdout
     github = cli("validate", ".", "--format", "github")
     assert all(line.startswith(("::error ", "::warning ")) for line in github.stdout.splitlines())
-    assert len(github.stdout.splitlines()) == len(result.stdout.splitlines())
+    # text output adds the source line and a caret under each diagnostic, indented
+    diagnostics = [line for line in result.stdout.splitlines() if not line.startswith(" ")]
+    assert len(github.stdout.splitlines()) == len(diagnostics)
 
 
 # --- collisions ---------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def replayed(root: Path, batch_of=None):
     try:
         result = plan_paths(["."], runtime_check=False)
         config, requests, problem = result.validation.config, result.validation.requests, result.problem
-        steps = _running_steps(requests, problem.running)
+        steps, _ = _running_steps(requests, problem.running, problem, {})
         again = replay(config, result.plan, requests, problem, steps,
                        batch_of({r.id for r in requests}) if batch_of else None)
     finally:

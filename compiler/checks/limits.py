@@ -40,15 +40,3 @@ def resource_maps(ctx: Context) -> Iterator[Diagnostic]:
                 yield entry.doc.diagnostic(
                     d.P007, f"{field} {key} is {value} units, more than poolc plans with ({MAX_INT}); "
                     "check the unit", ("spec", field, _where(key, written)))
-
-
-@check(d.P007)
-def step_demands(ctx: Context) -> Iterator[Diagnostic]:
-    """P007: a step's resources must be at most 10^12 units once converted."""
-    for request in ctx.requests:
-        for key, value in sorted(request.demand.items()):
-            if value > MAX_INT:
-                field = _FIELD.get(key, key)
-                yield request.entry.doc.diagnostic(
-                    d.P007, f"step {request.step!r} asks {value} {key}, more than poolc plans with ({MAX_INT}); "
-                    "check the unit", request.field_path(field) if key in _FIELD else request.path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compiler.diagnostics import Diagnostic
+from compiler.writer import read_regular
 
 
 class Sources:
@@ -23,11 +24,9 @@ class Sources:
 
     def lines(self, file: str) -> list[str] | None:
         if file not in self._lines:
-            try:
-                with open(file, encoding="utf-8-sig") as handle:
-                    self._lines[file] = handle.read().splitlines()
-            except (OSError, UnicodeDecodeError, ValueError):
-                self._lines[file] = None
+            # only a regular file: a FIFO or a device named in a diagnostic must not hang us
+            text = read_regular(file, limit=16 << 20)
+            self._lines[file] = None if text is None else text.removeprefix("\ufeff").splitlines()
         return self._lines[file]
 
     def snippet(self, diag: Diagnostic) -> str:
