@@ -144,7 +144,7 @@ def test_the_commit_has_many_kill_points(scenario):
     kinds = Counter(label.split(" ")[0] for label in scenario.labels)
     assert len(scenario.labels) >= 80
     assert kinds["write"] and kinds["link"] and kinds["rename"] and kinds["unlink"] and kinds["mkdir"]
-    assert kinds["rmdir"] == 2
+    assert kinds["rmdir"] >= 2   # the namespaces the changed inputs leave empty
 
 
 @pytest.mark.slow
