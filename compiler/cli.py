@@ -94,7 +94,26 @@ quiet_option = click.option("--quiet", "-q", is_flag=True, help="Only errors; no
 color_option = click.option("--no-color", is_flag=True, help="Never use colour (also honoured: NO_COLOR).")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Poolc(click.Group):
+    """Ctrl-C while click parses the command line: one line and exit 130, as
+    everywhere else (click's own answer is "Aborted!" and exit 1)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            click.echo("poolc: interrupted", err=True)
+            sys.exit(130)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("poolc: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Poolc, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="poolc")
 def main() -> None:
     """poolc: policy-as-code compiler and validator for shared ML compute pools."""
@@ -111,10 +130,9 @@ def main() -> None:
 @click.option("--error-on-warning/--no-error-on-warning", default=None,
               help="Report warnings as errors, so they fail the run (overrides [tool.poolc] error-on-warning).")
 @quiet_option
-@color_option
 @guarded
 def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_on_warning: bool | None,
-             quiet: bool, no_color: bool) -> None:
+             quiet: bool) -> None:
     """Check files against the schemas and the pool/policy rules (no solver).
 
     PATHS are files or directories (default: .); - reads YAML from standard input.
@@ -319,10 +337,9 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if the output or the state is stale.")
 @format_option
 @quiet_option
-@color_option
 @guarded
 def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, strategy: str,
-          now: str | None, check: bool, fmt: str, quiet: bool, no_color: bool) -> None:
+          now: str | None, check: bool, fmt: str, quiet: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is

@@ -59,14 +59,6 @@ class Config:
             "Pipeline": self.pipelines, "Allocation": self.allocations}
         return tables[kind]
 
-    def source_files(self) -> list[str]:
-        """The files that contributed at least one document, in order."""
-        seen: dict[str, None] = {}
-        for kind in KINDS:
-            for entry in self.by_kind(kind).values():
-                seen.setdefault(entry.doc.file, None)
-        return sorted(seen)
-
 
 def _pydantic_diagnostics(doc: Document, error: ValidationError) -> list[Diagnostic]:
     """Fallback for model rules the schema cannot state (e.g. a real calendar date)."""

@@ -19,3 +19,12 @@ def platform(tmp_path, monkeypatch) -> Path:
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def fixed_clock():
+    """One start time for every apply in a module (and its subprocesses), so trees
+    written by different applies are the same bytes run after run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1763866800")
+        yield

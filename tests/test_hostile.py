@@ -31,13 +31,8 @@ CLI = [sys.executable, "-c", "from compiler.cli import main; main()"]
 POOL_FILE = "examples/pools/cpu-batch.yaml"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _fixed_clock():
-    """Every apply here (and its subprocesses) starts allocations at one time, so
-    the old and new trees these tests compare are the same bytes run after run."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SOURCE_DATE_EPOCH", "1763866800")
-        yield
+# apply records start times: one fixed clock for the whole module (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("fixed_clock")
 
 
 def apply(*extra: str):
