@@ -62,7 +62,24 @@ def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem:
 
 
 def runtime_of(plan: Plan, replayed: Replay) -> Runtime:
-    return Runtime(replaying.ENGINE, tuple(replaying.differences(plan, replayed.simulation, replayed.running_of_step)))
+    differences = tuple(replaying.differences(plan, replayed.simulation, replayed.running_of_step))
+    return Runtime(replaying.ENGINE, differences, _notes(differences, replayed))
+
+
+def _notes(differences: tuple[RuntimeDifference, ...], replayed: Replay) -> tuple[str, ...]:
+    """Say why, where a whole queue differs by construction: the plan and Kueue pick
+    different sets of waiting workloads from one ClusterQueue under contention."""
+    outcomes = replayed.simulation.outcomes
+    pending = {outcomes[x.id].cluster_queue for x in differences if x.cluster == "pending" and x.id in outcomes}
+    admitted = {outcomes[x.id].cluster_queue for x in differences if x.cluster == "admitted" and x.id in outcomes}
+    both = sorted(q for q in pending & admitted if q)
+    if not both:
+        return ()
+    more = f" (and {len(both) - 1} more)" if len(both) > 1 else ""
+    return (f"in ClusterQueue {both[0]}{more} Kueue admits a different set of waiting workloads than the plan: "
+            "Kueue takes a queue's workloads in priority and arrival order and admits each that fits, while "
+            "the optimal strategy maximises how many run at each priority, so under contention they pick "
+            "different sets; `poolc plan --strategy kueue` plans what the cluster will do",)
 
 
 def runtime_diagnostics(runtime: Runtime, requests: Iterable[StepRequest], config: Config) -> list[Diagnostic]:
