@@ -173,6 +173,7 @@ def test_no_text_points_at_files_outside_the_repository():
     assert not problems, "references to files outside the repository:\n" + "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_relative_links_and_anchors_resolve():
     """Every relative Markdown link names a file of the repository, and every
     #anchor a heading that exists (in the same file for a bare #anchor)."""
@@ -193,6 +194,7 @@ def test_relative_links_and_anchors_resolve():
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_path_like_references_resolve():
     """Backticked paths to .md/.yaml/.json/.py files in the docs and examples, and
     paths in schema descriptions, YAML comments and the CLI help, name repository files

@@ -130,6 +130,7 @@ def paths_for(root: Path, path: str) -> list[str]:
     return [str(root / "fixtures" / "context"), path]
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=800)
 @given(index=st.integers(min_value=0, max_value=10**6), ops=st.lists(text_op, min_size=1, max_size=3))
 def test_text_mutations_never_raise(workspace, index: int, ops: list[tuple]):
@@ -227,6 +228,7 @@ def apply_data_op(doc: dict, op: tuple) -> None:
         target.append(value)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=2000)
 @given(index=st.integers(min_value=0, max_value=10**6), ops=st.lists(data_op, min_size=1, max_size=3))
 def test_model_accepts_iff_schema_accepts(index: int, ops: list[tuple]):
