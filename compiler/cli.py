@@ -23,6 +23,7 @@ def _interrupted_hook(kind, value, traceback, _previous=sys.excepthook):  # type
 sys.excepthook = _interrupted_hook  # before the imports below, which take a while
 
 import functools  # noqa: E402
+import re  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import TYPE_CHECKING, Any, TypeVar, cast  # noqa: E402
 
@@ -70,13 +71,17 @@ def guarded(fn: F) -> F:
     return cast(F, wrapper)
 
 
-def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool, summary_line: str | None = None) -> None:
+def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool, summary_line: str | None = None,
+                     no_color: bool = True) -> None:
     """Diagnostics on stdout; unless quiet, a summary on stderr: ``summary_line`` in
-    every format when given (validate), else the short one in text format."""
+    every format when given (validate), else the short one in text format. Text on
+    a terminal shows severities in colour unless ``no_color`` (or NO_COLOR)."""
     from .report import render, summary
 
     shown = [x for x in diagnostics if x.severity == "error"] if quiet else diagnostics
     out = render(fmt, shown)
+    if fmt == "text" and out and not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty():
+        out = _coloured(out)
     if out:
         click.echo(out, nl=False)
     if quiet:
@@ -85,6 +90,15 @@ def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool, summa
         click.echo(summary_line, err=True)
     elif fmt == "text" and diagnostics:
         click.echo(summary(diagnostics), err=True)
+
+
+_SEVERITY = re.compile(r"^(\S.*?: )(error|warning)(\[[A-Z]\d{3}\])", re.M)
+
+
+def _coloured(text: str) -> str:
+    """``error[R001]`` in red and ``warning[P006]`` in yellow, at the start of a diagnostic line."""
+    return _SEVERITY.sub(lambda m: m[1] + click.style(m[2] + m[3], fg="red" if m[2] == "error" else "yellow",
+                                                      bold=True), text)
 
 
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
@@ -130,9 +144,10 @@ def main() -> None:
 @click.option("--error-on-warning/--no-error-on-warning", default=None,
               help="Report warnings as errors, so they fail the run (overrides [tool.poolc] error-on-warning).")
 @quiet_option
+@color_option
 @guarded
 def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_on_warning: bool | None,
-             quiet: bool) -> None:
+             quiet: bool, no_color: bool) -> None:
     """Check files against the schemas and the pool/policy rules (no solver).
 
     PATHS are files or directories (default: .); - reads YAML from standard input.
@@ -143,7 +158,7 @@ def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_o
     options = read_options().merged(disable, error_on_warning)
     stdin = sys.stdin.buffer.read() if STDIN in paths else None
     result = validate_paths(paths or (".",), stdin=stdin, options=options)
-    emit_diagnostics(result.diagnostics, fmt, quiet, result.summary())
+    emit_diagnostics(result.diagnostics, fmt, quiet, result.summary(), no_color=no_color)
     sys.exit(EXIT_OK if result.ok else EXIT_FINDINGS)
 
 

@@ -385,3 +385,14 @@ def test_caret_under_the_offending_value():
     source, caret = lines[at + 1], lines[at + 2]
     assert re.fullmatch(r" +34 \| +step_operator: other-op", source), source
     assert caret.index("^") == source.index("other-op") and caret.endswith("^" + "~" * (len("other-op") - 1))
+
+
+def test_severities_are_coloured_only_on_a_terminal():
+    """--no-color is not decoration: on a terminal text diagnostics are coloured,
+    with --no-color (or NO_COLOR, or a pipe) they are not."""
+    from compiler.cli import _coloured
+
+    line = "a.yaml:1:2: error[R001] too small\n   1 | x: error[R001]\n"
+    coloured = _coloured(line)
+    assert "\x1b[" in coloured and coloured.count("\x1b[1m") == 1   # the diagnostic line only, not the source
+    assert "\x1b[" not in poolc("validate", CONTEXT, MIXED).stdout      # a pipe is no terminal
