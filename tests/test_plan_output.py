@@ -445,3 +445,14 @@ def test_a_step_with_an_error_is_rejected_with_that_rule(tmp_path, monkeypatch):
     assert (probe.status, probe.reason) == ("rejected", "R001")
     assert probe.message.startswith("step 'probe' sets memory='0GB', which is zero bytes")
     assert "research/probe" not in [r.id for r in result.problem.requests]
+
+
+def test_preempted_for_names_only_requests_that_needed_its_keys():
+    """A preemption "on gpu" lists only steps that ask for GPUs: CPU-only steps
+    admitted in the same plan did not need the victim's units."""
+    plan = plan_paths([str(REPO / "examples")]).plan
+    (victim,) = plan.preempted
+    assert " on gpu;" in victim.message
+    demand = {r.id: r.demand for r in plan.requests}
+    assert victim.for_ and all(demand[rid].get("gpu", 0) > 0 for rid in victim.for_)
+    assert victim.for_ == ("llm-finetune/package_model", "prod-training/evaluate", "prod-training/train_model")

@@ -161,10 +161,11 @@ def queued_message(state: FinalState, request: Request, eligible: list[PolicyRul
 
 # --- preempted ---------------------------------------------------------------------
 
-def preempted_message(state: FinalState, victim: Running, displaced_for: list[str],
-                      borrowed_before: Mapping[str, int]) -> str:
-    """Who displaced the victim and on which keys: the borrowed keys on which the
-    pool would be over capacity if it kept running."""
+def preemption_keys(state: FinalState, victim: Running, displaced_for: list[str],
+                    borrowed_before: Mapping[str, int]) -> tuple[list[str], list[str]]:
+    """(the keys the victim was preempted on, the requests among ``displaced_for``
+    that need one of them): the borrowed keys on which the pool would be over
+    capacity if it kept running, else those the displacing requests ask for."""
     pool = state.problem.pool(victim.pool)
     short = [k for k in sorted(borrowed_before)
              if state.used[pool.name].get(k, 0) + victim.holds.get(k, 0) > pool.capacity.get(k, 0)]
@@ -174,7 +175,14 @@ def preempted_message(state: FinalState, victim: Running, displaced_for: list[st
         short = [k for k in sorted(borrowed_before) if any(dm.get(k, 0) > 0 for dm in demands)]
     keys = short or sorted(borrowed_before)
     needing = [rid for rid in displaced_for if any(demand.get(rid, {}).get(k, 0) > 0 for k in keys)]
-    who = _by_priority(state, needing or displaced_for)
+    return keys, needing or list(displaced_for)
+
+
+def preempted_message(state: FinalState, victim: Running, displaced_for: list[str],
+                      borrowed_before: Mapping[str, int]) -> str:
+    """Who displaced the victim and on which keys (``preemption_keys``)."""
+    keys, needing = preemption_keys(state, victim, displaced_for, borrowed_before)
+    who = _by_priority(state, needing)
     head = f"preempted for {who}" if who else "preempted"
     policy = state.problem.policy_for(victim.subject, victim.pool)
     above = f"policy {policy.name}'s" if policy else "its policy's"

@@ -31,6 +31,7 @@ from .explain import (
     FinalState,
     allocated_message,
     preempted_message,
+    preemption_keys,
     queued_message,
     requeued_message,
     running_message,
@@ -90,7 +91,9 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
     for name, for_ids in sorted(solution.preempted.items()):
         victim = allocs[name]
         displaced = sorted(for_ids)
-        preemptions[name] = Preemption(name, victim.pool, tuple(displaced),
+        # `for` names only the requests that needed a key the victim was preempted on
+        _, needing = preemption_keys(state, victim, displaced, before.get(name, {}))
+        preemptions[name] = Preemption(name, victim.pool, tuple(sorted(needing)),
                                        preempted_message(state, victim, displaced, before.get(name, {})))
     by_id = {r.id: r for r in problem.requests}
     planned = []
