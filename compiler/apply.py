@@ -64,14 +64,10 @@ class ApplyResult:
         return self.refused is None
 
 
-def _read(path: str) -> str | None:
-    return read_regular(path)
-
-
 def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:
     from .domain.plan import Plan, PlanFormatError
 
-    text = _read(plan_file)
+    text = read_regular(plan_file)
     if text is None:
         return None, f"cannot read plan file {plan_file}"
     try:
@@ -157,10 +153,10 @@ def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: 
     result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
     result.state_text = planned.state_text
     for relative, text in sorted(result.files.items()):
-        if _read(os.path.join(output_dir, relative)) != text:
+        if read_regular(os.path.join(output_dir, relative)) != text:
             result.stale.append(relative)
     result.stale += [p for p in result.removed if os.path.exists(os.path.join(output_dir, p))]
-    if _read(result.state_path) != result.state_text:
+    if read_regular(result.state_path) != result.state_text:
         result.stale.append(result.state_path)
 
 

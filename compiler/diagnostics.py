@@ -70,6 +70,12 @@ def rule(id: str, severity: Severity, summary: str, family: str) -> Rule:
     return RULES[id]
 
 
+def report_order(x: Diagnostic) -> tuple:
+    """The order diagnostics are reported in: file, line, column, rule, message; the
+    remaining fields break ties, so the order never depends on which check ran first."""
+    return (x.file, x.line, x.column, x.rule, x.message, x.end_line, x.end_column, x.severity)
+
+
 def has_errors(diagnostics: list[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diagnostics)
 

@@ -40,7 +40,7 @@ from .planner.solution import Solution
 from .requests import StepRequest
 from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
 from .validate import Validation, validate_paths
-from .writer import read_regular
+from .writer import read_regular, sha256_text
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
@@ -83,10 +83,6 @@ class PlanResult:
     def previous_state_files(self) -> dict[str, str]:
         """Generated file -> digest, as the state file recorded them."""
         return dict(self.state.files)
-
-
-def sha256_text(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def resolve_now(now: str | datetime | None = None) -> datetime:
@@ -212,7 +208,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 
     waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
     replayed = replay(config, waiting, requests, problem, running)
-    kubernetes_ids = {r.id for r in waiting.requests if r.id in {w.name for w in replayed.simulation.outcomes.values()}}
+    kubernetes_ids = {r.id for r in waiting.requests if r.id in replayed.simulation.outcomes}
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
 
@@ -298,11 +294,6 @@ def _output_dir(result: PlanResult, given: str | None) -> str | None:
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(result.state_path)), recorded))
 
 
-def _read(path: str) -> str | None:
-    """A regular file's text, or None (never blocks on a FIFO)."""
-    return read_regular(path)
-
-
 def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequest], inputs: Mapping[str, str],
                   output_dir: str | None, now: datetime) -> None:
     """Render what apply would write for the plan and compare it with the state's
@@ -315,7 +306,7 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
     recorded = result.state.files
     file_changes: list[FileChange] = []
     for path, text in result.files.items():
-        on_disk = _read(os.path.join(result.output_dir, path)) if result.output_dir else None
+        on_disk = read_regular(os.path.join(result.output_dir, path)) if result.output_dir else None
         if on_disk is not None:
             if on_disk != text:
                 file_changes.append(FileChange(path, "update" if path in recorded else "create"))
@@ -337,7 +328,7 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
                             step_inputs=inputs, finished=result.state.finished,
                             output_dir=relative_out.replace(os.sep, "/") if relative_out else None)
     result.state_text = dump_state(state)
-    current = _read(result.state_path)
+    current = read_regular(result.state_path)
     result.state_action = None if current == result.state_text else ("update" if current is not None else "create")
     allocation_changes = changes(result.previous + [a for a in result.state.allocations
                                                     if a.metadata.name in result.released],

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from . import diagnostics as d
 from .config import Config
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, report_order
 from .domain.naming import local_queue_name, priority_class_name
 from .domain.plan import ALLOCATED, QUEUED, Plan, Runtime, RuntimeDifference
 from .domain.problem import Problem, Running
@@ -104,9 +104,7 @@ def with_runtime(plan: Plan, replayed: Replay, requests: Iterable[StepRequest], 
     """``plan`` with its runtime section and one T001 warning per difference."""
     runtime = runtime_of(plan, replayed)
     extra = runtime_diagnostics(runtime, requests, config)
-    diagnostics = tuple(sorted([*plan.diagnostics, *extra], key=lambda x: (x.file, x.line, x.column, x.rule,
-                                                                            x.message, x.end_line, x.end_column,
-                                                                            x.severity)))
+    diagnostics = tuple(sorted([*plan.diagnostics, *extra], key=report_order))
     return dataclasses.replace(plan, runtime=runtime, diagnostics=diagnostics)
 
 

@@ -274,7 +274,7 @@ STEP_LABEL = "poolc.dev/step"
 INPUTS_LABEL = "poolc.dev/inputs"
 
 
-def _step_of(allocation: Allocation) -> str | None:
+def step_of(allocation: Allocation) -> str | None:
     """The step label of an allocation apply recorded; None for one a user wrote."""
     return allocation.metadata.labels.get(STEP_LABEL)
 
@@ -306,9 +306,7 @@ def format_time(when: datetime) -> str:
     return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def step_of(allocation: Allocation) -> str | None:
-    """The step label of an allocation apply recorded; None for one a user wrote."""
-    return _step_of(allocation)
+
 
 
 def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mapping[str, str] | None = None,
@@ -335,7 +333,7 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     gone_now = preempted | set(released)
     steps = {step_label(r.id) for r in plan.requests} | {step_label(s) for s in plan.finished}
     kept = {a.metadata.name: a for a in previous if a.metadata.name not in gone_now
-            and (_step_of(a) is None or _step_of(a) in steps)}
+            and (step_of(a) is None or step_of(a) in steps)}
     for request in plan.requests:
         if (request.status == ALLOCATED and request.pool is not None and request.policy is not None
                 and request.requester is not None and request.running is None):

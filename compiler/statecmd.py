@@ -28,7 +28,16 @@ from .diagnostics import Diagnostic
 from .domain.naming import allocation_name, step_label
 from .lock import state_lock
 from .model import Allocation, parse_timestamp
-from .state import INPUTS_LABEL, STEP_LABEL, StateRead, allocation_json, dump_state, new_allocation, read_state
+from .state import (
+    INPUTS_LABEL,
+    STEP_LABEL,
+    StateRead,
+    allocation_json,
+    dump_state,
+    format_time,
+    new_allocation,
+    read_state,
+)
 from .writer import write_atomic
 
 RUNNING, GONE = "running", "gone"
@@ -121,7 +130,8 @@ class Seen:
     step: str                     # request id
     status: str                   # RUNNING or GONE
     started_at: datetime | None
-    where: str                    # for messages: "kueue.json: items[3]"
+    file: str                     # the report it came from
+    where: str                    # for messages: "items[3]"
 
 
 def _condition(conditions: list[Any], kind: str) -> dict[str, Any] | None:
@@ -160,7 +170,7 @@ def kueue_workloads(file: str, data: Any) -> tuple[list[Seen], list[Diagnostic]]
         admitted = _condition(conditions, "Admitted")
         gone = any(_condition(conditions, kind) for kind in ("Finished", "Evicted", "Preempted"))
         found.append(Seen(f"{pipeline}/{step}", RUNNING if admitted and not gone else GONE,
-                          _time(admitted.get("lastTransitionTime")) if admitted else None, f"{file}: {where}"))
+                          _time(admitted.get("lastTransitionTime")) if admitted else None, file, where))
     return found, problems
 
 
@@ -189,7 +199,7 @@ def sagemaker_jobs(file: str, data: Any) -> tuple[list[Seen], list[Diagnostic]]:
             continue
         status = RUNNING if item["TrainingJobStatus"] in SAGEMAKER_RUNNING else GONE
         started = _time(item.get("TrainingStartTime")) or _time(item.get("CreationTime"))
-        found.append(Seen(f"{pipeline}/{step}", status, started, f"{file}: {where}"))
+        found.append(Seen(f"{pipeline}/{step}", status, started, file, where))
     return found, problems
 
 
@@ -236,8 +246,8 @@ def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None =
             return change
         steps = {r.id: r for r in planned.plan.requests}
         unknown = [s for s in seen if s.step not in steps]
-        change.diagnostics += [_at(s.where.split(":")[0], f"{s.where}: step {s.step} is not in the inputs given",
-                                   severity="warning") for s in unknown]
+        change.diagnostics += [_at(s.file, f"{s.where}: step {s.step} is not in the inputs given", severity="warning")
+                               for s in unknown]
         reported = {s.step: s for s in seen if s.step in steps}
         allocations = {a.metadata.name: a for a in planned.state.allocations}
         kinds = {"kueue": kueue is not None, "sagemaker": sagemaker is not None}
@@ -250,7 +260,7 @@ def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None =
                 continue
             current = allocations.get(name)
             if current is not None:
-                spec = current.spec.model_copy(update={"started_at": item.started_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+                spec = current.spec.model_copy(update={"started_at": format_time(item.started_at)
                                                        if item.started_at else current.spec.started_at})
                 allocations[name] = current.model_copy(update={"spec": spec})
                 change.kept.append(name)

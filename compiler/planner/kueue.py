@@ -69,19 +69,6 @@ def priority_values(objects: Iterable[Mapping]) -> dict[str, int]:
     return {o["metadata"]["name"]: int(o.get("value", 0)) for o in objects if o.get("kind") == "WorkloadPriorityClass"}
 
 
-def queue_policies(objects: Iterable[Mapping]) -> dict[tuple[str, str], str]:
-    """(namespace, LocalQueue) -> the policy of the ClusterQueue it feeds."""
-    cq_policy = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(POLICY_LABEL)
-                 for o in objects if o.get("kind") == "ClusterQueue"}
-    found = {}
-    for o in objects:
-        if o.get("kind") == "LocalQueue":
-            policy = cq_policy.get(o["spec"]["clusterQueue"])
-            if policy:
-                found[(o["metadata"]["namespace"], o["metadata"]["name"])] = policy
-    return found
-
-
 def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
               running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None) -> list[Workload]:
     """The workloads Kueue would see: every running allocation admitted (by start

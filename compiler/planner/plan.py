@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping
 
 from ..config import Config
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, report_order
 from ..domain.borrowing import borrowed_parts
 from ..domain.eligibility import eligible_policies, rejection
 from ..domain.plan import (
@@ -143,7 +143,6 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         requests=tuple(sorted(planned, key=lambda r: r.id)),
         preempted=tuple(preemptions[name] for name in sorted(preemptions)),
         pools=_pools(problem, state),
-        diagnostics=tuple(sorted(diagnostics, key=lambda x: (x.file, x.line, x.column, x.rule, x.message,
-                                                              x.end_line, x.end_column, x.severity))),
+        diagnostics=tuple(sorted(diagnostics, key=report_order)),
         solver=SolverInfo(solution.strategy, solution.status, tuple(solution.objective), float(solution.gap)),
     )

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from compiler.diagnostics import report_order
+
 if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
 
@@ -46,10 +48,7 @@ def ordered(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     The remaining fields break ties so the order never depends on the order the
     checks happened to run in.
     """
-    return sorted(
-        diagnostics,
-        key=lambda d: (d.file, d.line, d.column, d.rule, d.message, d.end_line, d.end_column, d.severity),
-    )
+    return sorted(diagnostics, key=report_order)
 
 
 def summary(diagnostics: list[Diagnostic]) -> str:
