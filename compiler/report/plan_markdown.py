@@ -74,11 +74,12 @@ def _policies(plan: Plan) -> list[str]:
     used: dict[tuple[str, str], int] = {}
     borrowed: dict[tuple[str, str], int] = {}
     pools: dict[str, str] = {}
+    by_name = {p.name: p for p in plan.pools}
     for request in plan.requests:
         if request.status != "allocated" or request.policy is None or request.pool is None:
             continue
         pools[request.policy] = request.pool
-        capacity = next((p.capacity for p in plan.pools if p.name == request.pool), {})
+        capacity = by_name[request.pool].capacity if request.pool in by_name else {}
         for key, units in request.demand.items():
             if key in capacity:
                 used[request.policy, key] = used.get((request.policy, key), 0) + units
@@ -86,7 +87,7 @@ def _policies(plan: Plan) -> list[str]:
             borrowed[request.policy, key] = borrowed.get((request.policy, key), 0) + units
     rows = []
     for (policy, key), units in sorted(used.items()):
-        pool = next(p for p in plan.pools if p.name == pools[policy])
+        pool = by_name[pools[policy]]
         reserved_part = units - borrowed.get((policy, key), 0)
         rows.append([policy, pool.name, key, units, reserved_part, borrowed.get((policy, key), 0),
                      bar(units, pool.capacity.get(key, 0))])
