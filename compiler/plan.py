@@ -35,7 +35,7 @@ from .domain.plan import STRATEGIES, FileChange, Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
 from .model import Allocation
-from .planner.plan import assemble, input_digests, inputs_digest
+from .planner.plan import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
 from .requests import StepRequest
 from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
@@ -251,10 +251,11 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     plannable = [r for r in live if r.id not in rejected and r.id not in running]
     problem = problem_from_config(config, plannable, state_allocations)
 
+    digests = input_digests(config, state.allocations)   # computed once: the plan's and its inputs'
+
     def assembled(solution: Solution) -> Plan:
         return assemble(problem, solution, live, rejected=rejected, running=running,
-                        diagnostics=[*validation.diagnostics, *state.diagnostics],
-                        digest=inputs_digest(config, state.allocations))
+                        diagnostics=[*validation.diagnostics, *state.diagnostics], digest=digest_of(digests))
 
     if strategy == "kueue":
         solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
@@ -265,7 +266,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         from .runtime import replay, with_runtime
 
         plan = with_runtime(plan, replay(config, plan, live, problem, running), live, config)
-    plan = dataclasses.replace(plan, finished=finished, inputs=input_digests(config, state.allocations))
+    plan = dataclasses.replace(plan, finished=finished, inputs=digests)
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
     if state.ok:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,

@@ -61,7 +61,12 @@ def _digest(document: object) -> str:
 
 def inputs_digest(config: Config, state_allocations: Iterable[Allocation] = ()) -> str:
     """sha256 of every input's digest (``input_digests``)."""
-    canonical = json.dumps(input_digests(config, state_allocations), sort_keys=True, separators=(",", ":"))
+    return digest_of(input_digests(config, state_allocations))
+
+
+def digest_of(digests: Mapping[str, str]) -> str:
+    """The one digest that names a set of per-input digests."""
+    canonical = json.dumps(dict(digests), sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
