@@ -39,6 +39,7 @@ from .planner.plan import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
 from .requests import StepRequest
 from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
+from .targets.context import TargetContext
 from .validate import Validation, validate_paths
 from .writer import read_regular, sha256_text
 
@@ -262,15 +263,18 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     else:
         solution = solve(problem)
     plan = _with_released(assembled(solution), released)
+    # one rendering of the targets for the runtime check and the file changes
+    # (they read only which steps run and through which policy, which is final here)
+    context = TargetContext.of(validation.config, plan, live)
     if runtime_check:
         from .runtime import replay, with_runtime
 
-        plan = with_runtime(plan, replay(config, plan, live, problem, running), live, config)
+        plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
     plan = dataclasses.replace(plan, finished=finished, inputs=digests)
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
     if state.ok:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,
-                      output_dir=output_dir, now=resolve_now(now))
+                      output_dir=output_dir, now=resolve_now(now), context=context)
     return result
 
 
@@ -296,13 +300,13 @@ def _output_dir(result: PlanResult, given: str | None) -> str | None:
 
 
 def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequest], inputs: Mapping[str, str],
-                  output_dir: str | None, now: datetime) -> None:
+                  output_dir: str | None, now: datetime, context: TargetContext) -> None:
     """Render what apply would write for the plan and compare it with the state's
     record and, where the output directory is known, the files on disk."""
     from .targets import render_all
 
     plan = result.plan
-    result.files = render_all(config, plan, requests)
+    result.files = render_all(config, plan, requests, context=context)
     result.output_dir = _output_dir(result, output_dir)
     recorded = result.state.files
     file_changes: list[FileChange] = []

@@ -48,11 +48,13 @@ def running_workloads(ctx: TargetContext, problem: Problem) -> list[replaying.Ru
 
 
 def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem: Problem,
-           running: Mapping[str, Running], batch_of: Mapping[str, int] | None = None) -> Replay:
+           running: Mapping[str, Running], batch_of: Mapping[str, int] | None = None,
+           context: TargetContext | None = None) -> Replay:
     """Kueue's outcome for what apply would write for ``plan``. ``running``: step id
     -> the allocation that already runs it (its Job is that admitted workload);
-    ``batch_of``: request id -> the wave its Job is created in (default: all at once)."""
-    ctx = TargetContext.of(config, plan, requests)
+    ``batch_of``: request id -> the wave its Job is created in (default: all at once);
+    ``context``: the targets' context of ``plan``, when the caller renders the files too."""
+    ctx = context if context is not None else TargetContext.of(config, plan, requests)
     objects = kueue.cluster_objects(ctx)
     waiting = {r.id for r in plan.requests if r.status in (ALLOCATED, QUEUED) and r.id not in running}
     jobs = {rid: job for rid, job in kubernetes.jobs(ctx).items() if rid in waiting}

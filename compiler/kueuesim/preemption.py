@@ -283,31 +283,65 @@ class Preemptor:
             return True, p
         return policy == "Any", None
 
-    def _hopeless(self) -> bool:
-        """A quick bound: even evicting every workload the policies could reach would not make room."""
+    def _reach(self) -> tuple[dict[str, int | None], dict[str, int | None]]:
+        """For the attempts with and without borrowing: ClusterQueue -> the highest victim
+        priority that attempt could take there (None: any), walking the tree as
+        ``candidates`` does but without listing the candidates."""
         pre = self.spec.preemption
-        reach: list[tuple[Node, int | None]] = []
+        borrowing: dict[str, int | None] = {}
         allowed, cap = self._priority_cap(pre.within_cluster_queue)
         if allowed:
-            reach.append((self.node, cap))
+            borrowing[self.spec.name] = cap
+        plain = dict(borrowing)
         allowed, cap = self._priority_cap(pre.reclaim_within_cohort)
-        if allowed and self.node.parent is not None:
-            for cq in self.node.root().subtree_cqs():
-                if cq is not self.node and not cq.within_nominal(self.frs):
-                    reach.append((cq, cap))
-        if not reach:
-            return True
-        freed = [(node, fr, self.admitted.usage_up_to(node.name, fr, cap)) for node, cap in reach for fr in self.usage]
+        if not allowed or self.node.parent is None:
+            return borrowing, plain
+        # while borrowing, only candidates below the preemptor (and the threshold) stay
+        below = min(x for x in (cap, self.workload.priority - 1, pre.max_priority_threshold) if x is not None)
+        forbidden = self._forbidden_borrow()
+        previous: Node | None = None
+        advantage, remaining = fits_in_quota(self.node, self.usage)
+        for root in self.node.ancestors():
+            for cq in self._over_quota_cqs(root, previous):
+                plain[cq.name] = cap
+                if advantage:
+                    borrowing[cq.name] = cap
+                elif not forbidden:
+                    borrowing[cq.name] = below
+            fits, remaining = fits_in_quota(root, remaining)
+            advantage = advantage or fits
+            previous = root
+        return borrowing, plain
+
+    def _over_quota_cqs(self, current: Node, skip: Node | None) -> list[Node]:
+        """The other ClusterQueues under ``current`` whose candidates ``_in_subtree`` would visit."""
+        found: list[Node] = []
+        for child in current.child_cohorts:
+            if child is not skip and not child.within_nominal(self.frs):
+                found.extend(self._over_quota_cqs(child, None))
+        found.extend(cq for cq in current.child_cqs if cq is not self.node and not cq.within_nominal(self.frs))
+        return found
+
+    def _could_fit(self) -> bool:
+        """A quick bound: would the workload fit, in either attempt, with every workload
+        that attempt could reach gone? Freeing usage never lowers what is available, so
+        when it would not, no set of victims does and the candidates need not be listed."""
+        borrowing, plain = self._reach()
+        return any(reach and self._fits_freed(reach, allow) for allow, reach in ((True, borrowing), (False, plain)))
+
+    def _fits_freed(self, reach: Mapping[str, int | None], allow_borrowing: bool) -> bool:
+        freed = [(self.tree.cqs[cq], fr, value) for cq, cap in reach.items() for fr in self.usage
+                 if (value := self.admitted.usage_up_to(cq, fr, cap))]
         for node, fr, value in freed:
             node.remove_usage(fr, value)
-        ok = self.fits(True)
+        ok = self.fits(allow_borrowing)
         for node, fr, value in reversed(freed):
             node.add_usage(fr, value)
-        return not ok
+        return ok
 
     def targets(self) -> list[Target]:
         """The minimal set of victims Kueue would pick, or [] if none makes the workload fit."""
-        if self._hopeless():
+        if not self._could_fit():
             return []
         ordered, none_from_others, none_hierarchical = self.candidates()
         forbidden = self._forbidden_borrow()

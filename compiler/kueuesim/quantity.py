@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -45,8 +46,10 @@ def parse_quantity(text: str | int) -> Fraction:
     return number * _DECIMAL[match["dec"] or ""]
 
 
+@lru_cache(maxsize=4096)
 def canonical_units(resource: str, quantity: str | int) -> int:
-    """Kueue's integer amount: "cpu" in millicores, anything else in base units, rounded up."""
+    """Kueue's integer amount: "cpu" in millicores, anything else in base units, rounded up
+    (remembered: thousands of Jobs repeat a few quantities)."""
     value = parse_quantity(quantity)
     if resource == "cpu":
         value *= 1000

@@ -50,26 +50,34 @@ class PendingQueue:
         self.inadmissible: dict[str, Workload] = {}
         self.bulk_moved: set[Shape] = set()
         self.sticky: str | None = None
+        self._shapes: dict[str, Shape] = {}  # a workload never changes, so its shape is worked out once
+
+    def _shape(self, wl: Workload) -> Shape:
+        found = self._shapes.get(wl.name)
+        if found is None:
+            found = self._shapes[wl.name] = shape(wl)
+        return found
 
     def __len__(self) -> int:
         return len(self._active)
 
     def _activate(self, wl: Workload) -> None:
         self._active[wl.name] = wl
-        self._by_shape.setdefault(shape(wl), {})[wl.name] = wl
+        self._by_shape.setdefault(self._shape(wl), {})[wl.name] = wl
         self._seq += 1
         heapq.heappush(self._heap, (queue_key(wl), self._seq, wl))
 
     def _deactivate(self, wl: Workload) -> None:
         del self._active[wl.name]
-        same = self._by_shape[shape(wl)]
+        key = self._shape(wl)
+        same = self._by_shape[key]
         del same[wl.name]
         if not same:
-            del self._by_shape[shape(wl)]
+            del self._by_shape[key]
 
     def add(self, wl: Workload) -> bool:
         """A new (or evicted) workload arrives; False if it was parked at once by a bulk move."""
-        if not self.strict and wl.name not in self._active and shape(wl) in self.bulk_moved:
+        if not self.strict and wl.name not in self._active and self._shape(wl) in self.bulk_moved:
             self.inadmissible[wl.name] = wl
             return False
         self.push(wl)
@@ -103,7 +111,7 @@ class PendingQueue:
             self.inadmissible[wl.name] = wl
         if not bulk:
             return []
-        key = shape(wl)
+        key = self._shape(wl)
         self.bulk_moved.add(key)
         moved = sorted(self._by_shape.get(key, {}).values(), key=queue_key)
         for other in moved:

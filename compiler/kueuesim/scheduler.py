@@ -380,12 +380,13 @@ class Scheduler:
         return bool(victims)
 
     def signature(self) -> tuple[object, ...]:
-        """Everything that decides future cycles (admitted set, queues, scan progress), to spot loops."""
-        queues = tuple(
-            (name, frozenset(w.name for w in q.pending()), frozenset(q.inadmissible), q.sticky)
-            for name, q in self.queues.items()
-        )
-        admitted = frozenset(n for n, t in self.tracks.items() if t.admitted is not None)
+        """Everything that decides future cycles (admitted set, queues, scan progress), to spot loops.
+
+        Within a batch every workload that is not admitted waits in its own queue, active or parked,
+        so the admitted set, the parked sets and the active counts pin the queues down; the counts
+        also tell batches apart."""
+        admitted = frozenset(name for names in self.admitted.by_cq.values() for name in names)
+        queues = tuple((name, len(q), frozenset(q.inadmissible), q.sticky) for name, q in self.queues.items())
         scans = frozenset((n, tuple(sorted(t.scan.items()))) for n, t in self.tracks.items() if t.scan)
         return (admitted, queues, scans)
 

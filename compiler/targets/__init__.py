@@ -24,11 +24,13 @@ def render_target(name: str, ctx: TargetContext) -> dict[str, str]:
     return import_module(TARGETS[name]).render(ctx)
 
 
-def render_all(config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None) -> dict[str, str]:
-    """Every target's files for ``plan``, by path (the targets' paths never overlap)."""
+def render_all(config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None,
+               context: TargetContext | None = None) -> dict[str, str]:
+    """Every target's files for ``plan``, by path (the targets' paths never overlap).
+    ``context``: one already made for this plan, to reuse what it rendered."""
     from .context import TargetContext
 
-    ctx = TargetContext.of(config, plan, requests)
+    ctx = context if context is not None else TargetContext.of(config, plan, requests)
     files: dict[str, str] = {}
     for name in TARGETS:
         files.update(render_target(name, ctx))

@@ -9,7 +9,7 @@ Targets are pure functions of this value and never plan again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from .. import __version__
@@ -34,6 +34,9 @@ class TargetContext:
     pools: tuple[Pool, ...]
     policy_rules: tuple[PolicyRule, ...]
     version: str = __version__
+    # what a target renders once per context and reads twice (the runtime check
+    # and the files read the same Jobs): key -> value
+    rendered: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None) -> TargetContext:

@@ -188,19 +188,23 @@ def render_priority_classes(ctx: TargetContext) -> tuple[list[dict], list[str]] 
 
 
 def jobs(ctx: TargetContext) -> dict[str, dict]:
-    """Request id -> the Job apply writes for it, as the API object."""
-    steps = kubernetes_steps(ctx)
-    names = job_names(steps)
-    return {request.id: render_job(ctx, request, component, names[request.id]) for request, component in steps}
+    """Request id -> the Job apply writes for it, as the API object (rendered once
+    per context: the runtime check replays the very objects the files hold)."""
+    found = ctx.rendered.get("jobs")
+    if found is None:
+        steps = kubernetes_steps(ctx)
+        names = job_names(steps)
+        found = ctx.rendered["jobs"] = {request.id: render_job(ctx, request, component, names[request.id])
+                                        for request, component in steps}
+    return found  # type: ignore[return-value]
 
 
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
     files: dict[str, str] = {}
-    steps = kubernetes_steps(ctx)
-    names = job_names(steps)
-    for request, component in steps:
-        job = render_job(ctx, request, component, names[request.id])
+    rendered = jobs(ctx)
+    for request, component in kubernetes_steps(ctx):
+        job = rendered[request.id]
         sources = [request.entry.doc.file, ctx.component_file(component.name)]
         policy = ctx.policy_of(request)
         if policy is not None:
