@@ -89,6 +89,8 @@ class Scheduler:
             elif self.tree.in_cycle(name):
                 self.inactive[name] = "its cohort tree has a cycle"
         self.tracks: dict[str, _Track] = {}
+        # workload -> its flavor scan's progress, while one is under way (kept for ``signature``)
+        self.scanning: dict[str, tuple[tuple[int, int], ...]] = {}
         self.cycle = 0
         self.events: list[str] = []
         self._order = 0
@@ -308,7 +310,7 @@ class Scheduler:
         track.admitted = adm
         track.admitted_cycle = self.cycle
         track.borrowing = entry.assignment.borrowing > 0
-        track.scan = {}
+        self._set_scan(track, {})
         queue = self.queues[entry.cq]
         if queue.sticky == entry.workload.name:
             queue.sticky = None
@@ -332,21 +334,28 @@ class Scheduler:
             return f"flavor {names[0]}"
         return "flavors " + ", ".join(f"{r}={flavors[r]}" for r in sorted(flavors))
 
+    def _set_scan(self, track: _Track, scan: dict[int, int]) -> None:
+        track.scan = scan
+        if scan:
+            self.scanning[track.workload.name] = tuple(sorted(scan.items()))
+        else:
+            self.scanning.pop(track.workload.name, None)
+
     def _requeue(self, entry: _Entry) -> None:
         if entry.result == "admitted":
             return
         queue = self.queues[entry.cq]
         track = self.tracks[entry.workload.name]
         if entry.result == "preempting":
-            track.scan = {}
+            self._set_scan(track, {})
             if not queue.strict:
                 queue.sticky = entry.workload.name
             queue.requeue(entry.workload, immediate=True)
         elif entry.result == "skipped":
-            track.scan = dict(entry.assignment.tried)
+            self._set_scan(track, dict(entry.assignment.tried))
             queue.requeue(entry.workload, immediate=True)
         else:
-            track.scan = dict(entry.assignment.tried)
+            self._set_scan(track, dict(entry.assignment.tried))
             for other in queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True):
                 self.tracks[other.name].reason = (
                     f"parked with {entry.workload.name}, a workload of the same shape that could not be admitted: "
@@ -365,7 +374,7 @@ class Scheduler:
             track.admitted_cycle = None
             track.borrowing = False
             track.evicted = True
-            track.scan = {}
+            self._set_scan(track, {})
             if by not in track.preempted_by:
                 track.preempted_by.append(by)
             track.preemptions.append(f"in cycle {self.cycle} by {by} under {target.reason}")
@@ -387,7 +396,7 @@ class Scheduler:
         also tell batches apart."""
         admitted = frozenset(name for names in self.admitted.by_cq.values() for name in names)
         queues = tuple((name, len(q), frozenset(q.inadmissible), q.sticky) for name, q in self.queues.items())
-        scans = frozenset((n, tuple(sorted(t.scan.items()))) for n, t in self.tracks.items() if t.scan)
+        scans = frozenset(self.scanning.items())
         return (admitted, queues, scans)
 
     # -- results -----------------------------------------------------------
