@@ -115,6 +115,8 @@ class FlavorAssigner:
         flavor, res = fr
         node, quota = self.node, self.node.quota(fr)
         available = max(0, node.available(fr))
+        if value <= available:  # what is available now never exceeds what could ever be
+            return _G_FIT, lowest_fitting_subtree(node, fr, value)[0], None
         ceiling = node.potential_available(fr)
         amount = f"{format_amount(res, value)}"
         if value > ceiling:
@@ -126,8 +128,6 @@ class FlavorAssigner:
                 f"(nominal {format_amount(res, quota.nominal)}{limit})"
             )
         borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
-        if value <= available:
-            return _G_FIT, borrow, None
         short = (
             f"insufficient unused quota for {res} in flavor '{flavor}': needs {amount}, "
             f"{format_amount(res, available)} available to {self._where()}"

@@ -21,8 +21,8 @@ class Node:
     """One ClusterQueue or Cohort with its quotas and current usage."""
 
     __slots__ = (
-        "borrow_limits", "child_cohorts", "child_cqs", "is_cohort", "local", "name", "parent", "quotas", "subtree",
-        "usage",
+        "_height", "_path", "borrow_limits", "child_cohorts", "child_cqs", "is_cohort", "local", "name", "parent",
+        "quotas", "subtree", "usage",
     )
 
     def __init__(self, name: str, is_cohort: bool, quotas: Mapping[FlavorResource, Quota]) -> None:
@@ -36,6 +36,24 @@ class Node:
         self.usage: dict[FlavorResource, int] = {}
         self.child_cqs: list[Node] = []
         self.child_cohorts: list[Node] = []
+        self._path: tuple[Node, ...] | None = None  # self up to the root, once the tree is linked
+        self._height: int | None = None
+
+    def freeze(self) -> None:
+        """The tree is linked and never changes shape again: remember the walks to the root."""
+        path: list[Node] = []
+        node: Node | None = self
+        while node is not None:
+            path.append(node)
+            node = node.parent
+        self._path = tuple(path)
+        self._height = None
+
+    def path(self) -> tuple[Node, ...]:
+        if self._path is None:
+            self.freeze()
+        assert self._path is not None
+        return self._path
 
     def __repr__(self) -> str:
         return f"Node({'cohort' if self.is_cohort else 'cq'} {self.name})"
@@ -59,11 +77,7 @@ class Node:
 
     def available(self, fr: FlavorResource) -> int:
         """What can still be used here: private leftovers plus what the ancestors let us borrow."""
-        path: list[Node] = []
-        node: Node | None = self
-        while node is not None:
-            path.append(node)
-            node = node.parent
+        path = self.path()
         top = path[-1]
         avail = top.subtree.get(fr, 0) - top.usage.get(fr, 0)
         for node in reversed(path[:-1]):
@@ -124,26 +138,20 @@ class Node:
         """Kueue's IsWithinNominalInResources: usage <= SubtreeQuota for each resource."""
         return all(self.usage.get(fr, 0) <= self.subtree.get(fr, 0) for fr in frs)
 
-    def ancestors(self) -> list[Node]:
-        out: list[Node] = []
-        node = self.parent
-        while node is not None:
-            out.append(node)
-            node = node.parent
-        return out
+    def ancestors(self) -> tuple[Node, ...]:
+        return self.path()[1:]
 
     def root(self) -> Node:
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
+        return self.path()[-1]
 
     def height(self) -> int:
         """Distance to the furthest leaf (a cohort with only ClusterQueues has height 1)."""
-        best = min(len(self.child_cqs) + len(self.child_cohorts), 1)
-        for child in self.child_cohorts:
-            best = max(best, child.height() + 1)
-        return best
+        if self._height is None:
+            best = min(len(self.child_cqs) + len(self.child_cohorts), 1)
+            for child in self.child_cohorts:
+                best = max(best, child.height() + 1)
+            self._height = best
+        return self._height
 
     def subtree_cqs(self) -> list[Node]:
         out = list(self.child_cqs)
@@ -222,6 +230,8 @@ class QuotaTree:
             if node.parent is None:
                 node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
                 node._compute_local()
+        for node in [*self.cohorts.values(), *self.cqs.values()]:
+            node.freeze()
 
     def _cohort(self, name: str) -> Node:
         if name not in self.cohorts:
