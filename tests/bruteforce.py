@@ -122,7 +122,7 @@ def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) 
 def max_in_share(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> int:
     """Largest Z: per policy, the most admitted requests fitting max(0, rsv - kept)."""
     reqs = {r.id: r for r in problem.requests}
-    kept = _kept(problem, preempted)
+    kept = _kept(problem, set())  # a policy's own preempted allocations do not free its reserve for Z
     total = 0
     for q in problem.policies:
         cap = _capacity(problem, q.pool)

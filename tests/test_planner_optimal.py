@@ -268,6 +268,26 @@ def test_no_reclaim_outside_the_share_at_lower_priority() -> None:
     assert sol.objective == [0, 0, 0, 0, 0, 0]
 
 
+def test_a_policy_never_preempts_its_own_steps_to_call_a_new_one_in_share() -> None:
+    """Policy a reserves gpu=2, mcpu=2000. Its running `first` fills the mcpu reserve,
+    `second` holds the other reserved GPU and borrows 1000 mcpu, so it is a borrower. A new
+    request of a for 1 GPU and no CPU fits the pool as it is. Preempting `second` would
+    free a reserved GPU and make the new request "in-share", but that swaps one of a's
+    steps for another (and Kueue never preempts within one policy at one priority): the
+    plan admits it and preempts nothing, so planning again after apply changes nothing."""
+    cap = {"gpu": 4, "mcpu": 8000}
+    p = problem([Pool("dc", cap)], [policy("a-dc", "a", "dc", 10, {"gpu": 2, "mcpu": 2000}, capacity=cap)],
+                [req("t/new", "a", 0, gpu=1)],
+                [run("first", "a", "dc", started=1, gpu=1, mcpu=2000),
+                 run("second", "a", "dc", started=2, gpu=1, mcpu=1000)])
+    sol = solve(p)
+    assert sol.admitted == {"t/new": "a-dc"}
+    assert sol.preempted == {}
+    # [|Z| = 0: the reserve is held by a's own steps, preempted@10, admitted@10, FIFO, start ranks, preference]
+    assert sol.objective == [0, 0, 1, 1, 0, 1]
+    assert bruteforce.optimum(p) == sol.objective
+
+
 def test_higher_priority_preempts_the_most_recent_identical_borrower() -> None:
     cap = {"gpu": 4}
     p = problem([Pool("dc", cap)],

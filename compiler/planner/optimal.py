@@ -401,8 +401,11 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine
                   if not b.classes[ci].preemptible], kept.fixed.get((q.name, k), 0), [], q.rsv(k),
                  f"np_{q.name}_{k}")
+            # a policy's own allocations stay counted against its reserve: preempting them
+            # only to call another of its requests in-share would swap one step for another
+            # (and Kueue never preempts within a policy at one priority)
             rule([(b.z[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine if (ci, pi) in b.z],
-                 const, terms, q.rsv(k), f"z_{q.name}_{k}")
+                 const, [], q.rsv(k), f"z_{q.name}_{k}")
 
 
 def _count_tier(name: str, maximize: bool, terms: Terms, value: Callable[[_Values], int],
