@@ -16,7 +16,7 @@ from compiler.domain.eligibility import eligible_policies
 from compiler.domain.plan import to_json
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from compiler.plan import plan_paths
-from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message
+from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message, queued_reasons
 from compiler.planner.plan import inputs_digest
 from compiler.planner.solution import Solution
 from compiler.report.plan_text import render_plan
@@ -292,14 +292,17 @@ def test_queued_on_capacity():
     big = Request("r/big", "research-k8s", {"gpu": 4, "step_run": 1}, True, 1)
     problem, state = _state([Request("p/a", "prod-k8s", {"gpu": 6, "step_run": 1}, True, 0), big],
                             admitted={"p/a": "prod"})
-    assert queued_message(state, big, [RESEARCH]) == "gpu: needs 4, free 2 in pool dc"
+    assert queued_message(state, big, [RESEARCH]) == \
+        "gpu: needs 4, free 2 in pool dc (borrowers at priority 10 or above hold 6 it may not)"
 
 
 def test_queued_on_an_over_full_pool():
     running = [Running("old", "research-k8s", "dc", False, {"gpu": 10}, T0)]
     wants = Request("r/x", "research-k8s", {"gpu": 1}, True, 0)
     _, state = _state([wants], running)
-    assert binding_rule(state, RESEARCH, wants) == "gpu: needs 1, free 0 in pool dc (over capacity by 2)"
+    assert binding_rule(state, RESEARCH, wants) == "limit: policy research holds 10 of 8 gpu, needs 1"
+    assert queued_reasons(state, wants, [RESEARCH]) == [
+        "limit: policy research holds 10 of 8 gpu, needs 1", "gpu: needs 1, free 0 in pool dc (over capacity by 2)"]
 
 
 def test_queued_on_limit():
@@ -334,7 +337,10 @@ def test_queued_reports_the_best_pool_first():
     state = FinalState.of(problem, Solution("optimal", {"p/a": "prod"}))
     eligible = eligible_policies(problem, wants)[0]
     assert [q.name for q in eligible] == ["prod", "prod-aa"]   # priority first, not pool name
-    assert queued_message(state, wants, eligible) == "gpu: needs 1, free 0 in pool dc"
+    assert queued_reasons(state, wants, eligible) == [
+        "limit: policy prod holds 8 of 6 gpu, needs 1",
+        "gpu: needs 1, free 0 in pool dc (borrowers at priority 100 or above hold 8 it may not)",
+        "in pool aa-small: limit: policy prod-aa holds 1 of 1 gpu, needs 1"]
 
 
 def test_preemption_names_the_displacing_requests_and_key():
@@ -366,8 +372,11 @@ def test_real_strategies_on_the_examples(strategy):
     assert [p.id for p in plan.preempted] == ["research-sweep-lr-02"]
     assert "prod-training/train_model (priority 1000) on gpu" in plan.preempted[0].message
     by_id = {r.id: r for r in plan.requests}
-    assert by_id["llm-finetune/quantize_adapter"].message == "gpu: needs 1, free 0 in pool aws-sagemaker"
-    assert by_id["research-sweep/sweep_lr_03"].message == "gpu: needs 2, free 0 in pool datacenter-one"
+    quantize = by_id["llm-finetune/quantize_adapter"]
+    assert quantize.reason == "limit: policy prod-sagemaker holds 16 of 16 gpu, needs 1"
+    assert quantize.message == (f"{quantize.reason}; also gpu: needs 1, free 0 in pool aws-sagemaker "
+                                "(borrowers at priority 900 or above hold 8 it may not)")
+    assert by_id["research-sweep/sweep_lr_03"].reason.startswith("gpu: needs 2, free 0 in pool datacenter-one")
     assert by_id["llm-finetune/distill"].borrowed == {"gpu": 4}
     dc1 = next(p for p in plan.pools if p.name == "datacenter-one")
     assert dc1.used["gpu"] == 16 and dc1.free["gpu"] == 0

@@ -44,7 +44,7 @@ class PlannedRequest:
     pool: str | None
     policy: str | None
     borrowed: Mapping[str, int]
-    reason: str | None                # a rule id for rejected, UNMANAGED, else None
+    reason: str | None                # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
     message: str
     running: str | None = None        # the allocation that already runs this step (not in the JSON)
 

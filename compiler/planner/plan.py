@@ -32,7 +32,8 @@ from .explain import (
     allocated_message,
     preempted_message,
     preemption_keys,
-    queued_message,
+    queued_reasons,
+    reasons_sentence,
     requeued_message,
     running_message,
     unmanaged_message,
@@ -120,8 +121,9 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             rule_of = problem.policy_for(alloc.subject, alloc.pool)
             through = rule_of.name if rule_of else None
             if alloc.name in preemptions:
-                planned.append(entry(QUEUED, requeued_message(alloc.name, preemptions[alloc.name].message),
-                                     policy=through, running_as=alloc.name))
+                preemption = preemptions[alloc.name].message
+                planned.append(entry(QUEUED, requeued_message(alloc.name, preemption), policy=through,
+                                     reason=preemption, running_as=alloc.name))
             else:
                 borrowed = after.get(alloc.name, {})
                 planned.append(entry(ALLOCATED, running_message(alloc.name, borrowed), pool=alloc.pool,
@@ -141,8 +143,10 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             rule, message = rejection(step.step, reasons)
             planned.append(entry(REJECTED, message, reason=rule))
         else:
-            # it waits in the queue of its first eligible policy (priority, then pool name)
-            planned.append(entry(QUEUED, queued_message(state, request, eligible), policy=eligible[0].name))
+            # it waits in the queue of its first eligible policy (priority, then pool name);
+            # ``reason`` is the binding rule, the message every rule that holds it back
+            why = queued_reasons(state, request, eligible)
+            planned.append(entry(QUEUED, reasons_sentence(why), policy=eligible[0].name, reason=why[0]))
     return Plan(
         inputs_digest=digest,
         requests=tuple(sorted(planned, key=lambda r: r.id)),

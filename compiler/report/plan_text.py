@@ -68,7 +68,8 @@ def _requests(console: Console, plan: Plan) -> None:
             console.print(_indented(Text.assemble((request.id, "bold"),
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
             console.print(_indented(f"demand  {_amounts(request.demand)}", 6))
-            why = f"[{request.reason}] " if request.reason else ""
+            # a queued step's reason is the first rule its message names already
+            why = f"[{request.reason}] " if request.reason and status != "queued" else ""
             console.print(_indented(Text(f"{why}{request.message}", style=style), 6))
         console.print()
 
