@@ -203,8 +203,20 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
                                   "gpu=4 above policy research's reserved share"}],
         "pools": [{"name": "dc", "capacity": {"gpu": 8, "step_run": 10}, "used": {"gpu": 7, "step_run": 3},
                    "free": {"gpu": 1, "step_run": 7}}],
+        "policies": [
+            {"name": "prod", "pool": "dc", "priority": 100, "reserved": {"gpu": 4, "step_run": 4},
+             "limit": {"gpu": 6, "step_run": 10}, "used": {"gpu": 5, "step_run": 2},
+             "borrowed": {"gpu": 1, "step_run": 0}},
+            {"name": "research", "pool": "dc", "priority": 10, "reserved": {"gpu": 0, "step_run": 0},
+             "limit": {"gpu": 8, "step_run": 10}, "used": {"gpu": 2, "step_run": 1},
+             "borrowed": {"gpu": 2, "step_run": 1}},
+        ],
         "diagnostics": diagnostics,
-        "solver": {"strategy": "optimal", "status": "OPTIMAL", "objective": [1, 2, 1, 1, 15, 0, 0], "gap": 0.0},
+        "solver": {"strategy": "optimal", "status": "OPTIMAL", "objective": [1, 2, 1, 1, 15, 0, 0], "gap": 0.0,
+                   "tiers": [{"kind": "in-share", "priority": None}, {"kind": "admitted", "priority": 100},
+                             {"kind": "preempted", "priority": 10}, {"kind": "admitted", "priority": 10},
+                             {"kind": "arrival", "priority": None}, {"kind": "start-rank", "priority": None},
+                             {"kind": "preference", "priority": None}]},
         "changes": {"allocations": {"added": ["research--probe", "train--eval", "train--train"],
                                     "removed": ["sweep-old"], "resized": [], "unchanged": []},
                     "files": [{"path": path, "action": "create"} for path in sorted(result.files)],
@@ -402,11 +414,25 @@ def test_text_plan(tmp_path, monkeypatch):
     assert text == render_plan(plan_paths(["."], strategy=decided).plan, color=False)
     assert "\x1b[" not in text and all(len(line) <= 100 for line in text.splitlines())
     assert text.splitlines()[:3] == [
-        "Plan: strategy optimal, status OPTIMAL, gap 0, objective 1 2 1 1 15 0 0",
+        "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
         "6 steps: 4 allocated, 0 queued, 2 rejected; 1 preempted",
     ]
     for block in (
+        "Objective, in order (each tier optimised with the ones above held)\n"
+        "             what                                                              value\n"
+        "  maximised  steps admitted inside their policy's free reserved share              1\n"
+        "  maximised  steps admitted at priority 100                                        2\n"
+        "  minimised  running allocations preempted at priority 10                          1\n"
+        "  maximised  steps admitted at priority 10                                         1\n"
+        "  maximised  arrival order: sum over admitted steps of (steps - arrival rank)     15\n"
+        "  maximised  most recently started preempted first: sum of their start ranks       0\n"
+        "  maximised  pool preference: higher-priority policy, then pool name               0\n",
+        "Policies\n  policy    pool  priority  key       reserved  used  borrowed  limit\n"
+        "  prod      dc         100  gpu              4     5         1      6\n"
+        "                            step_run         4     2         0     10\n"
+        "  research  dc          10  gpu              0     2         2      8\n"
+        "                            step_run         0     1         1     10\n",
         "  dc\n    key       capacity  used  free\n    gpu              8     7     1\n"
         "    step_run        10     3     7\n",
         "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  gpu=6 step_run=1\n"
