@@ -49,15 +49,15 @@ def test_same_plan_same_stdout_and_stderr(name, generated, tmp_path):
     assert b"tier " not in first.stderr and b"planned in" not in first.stderr
 
 
-@pytest.mark.slow
-def test_verbose_is_the_only_way_to_progress_off_a_terminal(generated, tmp_path):
-    args = ("plan", str(generated), "--state", str(tmp_path / "no-state.json"))
+@pytest.mark.parametrize("name", ["review", pytest.param("generated", marks=pytest.mark.slow)])
+def test_verbose_is_the_only_way_to_progress_off_a_terminal(name, generated, tmp_path):
+    args = ("plan", str(_platform(name, generated)), "--state", str(tmp_path / "no-state.json"))
     quiet, verbose = poolc(*args, cwd=tmp_path), poolc(*args, "--verbose", cwd=tmp_path)
     assert verbose.stdout == quiet.stdout
-    progress = [line for line in verbose.stderr.decode().splitlines() if line.startswith("poolc: tier ")]
-    assert progress and progress[0].startswith("poolc: tier 1/")
+    progress = [line for line in verbose.stderr.decode().splitlines() if ": tier " in line]
+    assert progress and all(line.startswith("poolc: ") for line in progress) and ": tier 1/" in progress[0]
     assert b"poolc: planned in " in verbose.stderr
-    assert b"poolc: tier " not in quiet.stderr
+    assert b": tier " not in quiet.stderr
 
 
 def test_a_terminal_on_stderr_sees_progress(tmp_path):
