@@ -9,6 +9,7 @@ Regenerate the golden files with ``pytest tests/test_plan_markdown.py --update-g
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from compiler.domain.plan import Plan
+from compiler.domain.plan import Plan, PlanFormatError, to_json
 from compiler.plan import plan_paths
 from compiler.report.plan_markdown import LIMIT, MAX_ROWS, render_markdown
 
@@ -203,3 +204,19 @@ def test_the_comment_of_a_10000_request_plan_stays_under_githubs_limit(tmp_path)
     assert {f"Queued ({len(plan.by_status('queued'))})", "Pools", "Policies", "Changes"} <= set(html.headings)
     assert "more steps not shown to stay under GitHub's comment size" in text
     _assert_well_formed(html)
+
+
+def test_a_saved_plan_gives_the_same_comment(tmp_path, monkeypatch):
+    """`poolc show --format markdown` reads policies and objective tiers back."""
+    plan, text = comment("review", tmp_path, monkeypatch)
+    saved = to_json(plan)
+    again = Plan.from_json(saved)
+    assert to_json(again) == saved and render_markdown(again) == text
+    assert again.policies == plan.policies and again.solver.tiers == plan.solver.tiers
+    data = json.loads(saved)
+    for broken, says in ((dict(data, policies=3), "'policies' must be list"),
+                         ({**data, "solver": {**data["solver"], "tiers": [{"kind": "fifo"}]}}, "kind 'fifo'"),
+                         ({**data, "solver": {**data["solver"], "tiers": data["solver"]["tiers"][1:]}},
+                          "'tiers' must name every objective value")):
+        with pytest.raises(PlanFormatError, match=says):
+            Plan.from_json(json.dumps(broken))

@@ -306,7 +306,8 @@ def _plan_from_dict(data: Any) -> Plan:
     objective = _need(solver, "objective", list, "solver")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in objective):
         raise PlanFormatError("solver: 'objective' must be a list of integers")
-    tiers = tuple(_tier_from_dict(t, f"solver.tiers[{i}]") for i, t in enumerate(solver.get("tiers", [])))
+    tiers = tuple(_tier_from_dict(t, f"solver.tiers[{i}]")
+                  for i, t in enumerate(_need(solver, "tiers", list, "solver") if "tiers" in solver else []))
     if tiers and len(tiers) != len(objective):
         raise PlanFormatError("solver: 'tiers' must name every objective value")
     requests = tuple(_request_from_dict(r, f"requests[{i}]")
@@ -322,7 +323,8 @@ def _plan_from_dict(data: Any) -> Plan:
     pools = tuple(PoolUsage(_need(p, "name", str, f"pools[{i}]"), _ints(p, "capacity", f"pools[{i}]"),
                             _ints(p, "used", f"pools[{i}]"), _ints(p, "free", f"pools[{i}]"))
                   for i, p in enumerate(_need(data, "pools", list, "plan")))
-    policies = tuple(_policy_from_dict(q, f"policies[{i}]") for i, q in enumerate(data.get("policies", [])))
+    policies = tuple(_policy_from_dict(q, f"policies[{i}]")
+                     for i, q in enumerate(_need(data, "policies", list, "plan") if "policies" in data else []))
     diagnostics = tuple(_diagnostic_from_dict(x, f"diagnostics[{i}]")
                         for i, x in enumerate(_need(data, "diagnostics", list, "plan")))
     changes = data.get("changes")
