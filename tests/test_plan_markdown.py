@@ -108,7 +108,17 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
                                                 ["mid-eval/fixed", "allocated", "pending"],
                                                 ["ranking-train/rerank", "allocated", "pending"]]
     steps = [rows for header, rows in tables.items() if header == ("step", "policy", "demand", "why")]
-    assert len(html.tables) == 7 and len(steps) == 1      # rejected and queued share a header: one key
+    assert len(html.tables) == 8 and len(steps) == 1      # rejected and queued share a header: one key
+    assert tables["", "tier", "value"] == [
+        ["maximised", "steps admitted inside their policy's free reserved share", "1"],
+        ["maximised", "steps admitted at priority 1000", "1"],
+        ["minimised", "running allocations preempted at priority 300", "1"],
+        ["maximised", "steps admitted at priority 300", "0"],
+        ["minimised", "running allocations preempted at priority 100", "1"],
+        ["maximised", "steps admitted at priority 50", "1"],
+        ["maximised", "arrival order: sum over admitted steps of (steps - arrival rank)", "5"],
+        ["maximised", "most recently started preempted first: sum of their start ranks", "5"],
+        ["maximised", "pool preference: higher-priority policy, then pool name", "2"]]
     queued = [row for t in html.tables if t["header"][:2] == ["step", "policy"] for row in t["rows"]]
     assert [row[0] for row in queued] == ["ranking-train/huge", "ranking-train/train", "vision-sweep/sweep"]
     train = next(row for row in queued if row[0] == "ranking-train/train")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..domain.plan import Plan, PlannedRequest
+from .objective import objective_rows
 
 LIMIT = 65_536
 # What the sections may use together; the headline and the notes need the rest.
@@ -68,9 +69,15 @@ def _headline(plan: Plan) -> list[str]:
     if plan.runtime is not None:
         runtime = (" · the cluster (Kueue) agrees" if plan.runtime.agrees
                    else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
-    return [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
-            f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-            "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+    lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
+             f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
+             "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+    tiers = objective_rows(solver)
+    if tiers:
+        lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
+                  *_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), "",
+                  "</details>", ""]
+    return lines
 
 
 def _pools(plan: Plan, budget: int) -> list[str]:
