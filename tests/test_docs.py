@@ -251,6 +251,7 @@ def test_every_schema_property_has_a_description(name):
 def test_the_worked_example_of_planning_md_gives_the_documented_plan():
     """docs/planning.md#worked-example quotes this plan and its objective; keep them true."""
     from compiler.plan import plan_paths
+    from compiler.report.plan_text import render_plan
 
     for strategy in ("optimal", "zenml"):
         plan = plan_paths([str(ROOT / "docs" / "examples" / "tiers.yaml")], strategy=strategy).plan
@@ -261,5 +262,26 @@ def test_the_worked_example_of_planning_md_gives_the_documented_plan():
         if strategy == "optimal":
             assert plan.solver.status == "OPTIMAL" and plan.solver.gap == 0
             assert list(plan.solver.objective) == [1, 2, 1, 0, 7, 2, 2]
+            by_id = {r.id: r for r in plan.requests}
+            assert by_id["training/report"].reason == "limit: policy prod holds 6 of 6 gpu, needs 3"
+            assert by_id["sweep/trial_d"].reason.startswith("gpu: needs 1, free 0 in pool gpus")
+            words = render_plan(plan, color=False)
     text = (ROOT / "docs" / "planning.md").read_text(encoding="utf-8")
     assert '"objective": [1, 2, 1, 0, 7, 2, 2]' in text
+    quoted = text.split("Objective, in order", 1)[1].split("```", 1)[0]
+    assert "Objective, in order" + quoted in words
+
+
+def test_the_readme_workflow_posts_the_markdown_plan():
+    """The README's pull-request workflow is valid YAML and runs the options that exist."""
+    from ruamel.yaml import YAML
+
+    from compiler.cli import PLAN_FORMATS
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("### The plan as a pull-request comment", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    workflow = YAML(typ="safe").load(block)
+    runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["plan"]["steps"])
+    assert workflow["permissions"]["pull-requests"] == "write"
+    assert "poolc plan config/ --state poolc.state.json --output-dir deploy/ --format markdown" in runs
+    assert "markdown" in PLAN_FORMATS and "gh pr comment" in runs and "--method PATCH" in runs

@@ -16,7 +16,7 @@ from compiler.domain.eligibility import eligible_policies
 from compiler.domain.plan import to_json
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from compiler.plan import plan_paths
-from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message
+from compiler.planner.explain import FinalState, binding_rule, preempted_message, queued_message, queued_reasons
 from compiler.planner.plan import inputs_digest
 from compiler.planner.solution import Solution
 from compiler.report.plan_text import render_plan
@@ -203,8 +203,20 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
                                   "gpu=4 above policy research's reserved share"}],
         "pools": [{"name": "dc", "capacity": {"gpu": 8, "step_run": 10}, "used": {"gpu": 7, "step_run": 3},
                    "free": {"gpu": 1, "step_run": 7}}],
+        "policies": [
+            {"name": "prod", "pool": "dc", "priority": 100, "reserved": {"gpu": 4, "step_run": 4},
+             "limit": {"gpu": 6, "step_run": 10}, "used": {"gpu": 5, "step_run": 2},
+             "borrowed": {"gpu": 1, "step_run": 0}},
+            {"name": "research", "pool": "dc", "priority": 10, "reserved": {"gpu": 0, "step_run": 0},
+             "limit": {"gpu": 8, "step_run": 10}, "used": {"gpu": 2, "step_run": 1},
+             "borrowed": {"gpu": 2, "step_run": 1}},
+        ],
         "diagnostics": diagnostics,
-        "solver": {"strategy": "optimal", "status": "OPTIMAL", "objective": [1, 2, 1, 1, 15, 0, 0], "gap": 0.0},
+        "solver": {"strategy": "optimal", "status": "OPTIMAL", "objective": [1, 2, 1, 1, 15, 0, 0], "gap": 0.0,
+                   "tiers": [{"kind": "in-share", "priority": None}, {"kind": "admitted", "priority": 100},
+                             {"kind": "preempted", "priority": 10}, {"kind": "admitted", "priority": 10},
+                             {"kind": "arrival", "priority": None}, {"kind": "start-rank", "priority": None},
+                             {"kind": "preference", "priority": None}]},
         "changes": {"allocations": {"added": ["research--probe", "train--eval", "train--train"],
                                     "removed": ["sweep-old"], "resized": [], "unchanged": []},
                     "files": [{"path": path, "action": "create"} for path in sorted(result.files)],
@@ -292,14 +304,17 @@ def test_queued_on_capacity():
     big = Request("r/big", "research-k8s", {"gpu": 4, "step_run": 1}, True, 1)
     problem, state = _state([Request("p/a", "prod-k8s", {"gpu": 6, "step_run": 1}, True, 0), big],
                             admitted={"p/a": "prod"})
-    assert queued_message(state, big, [RESEARCH]) == "gpu: needs 4, free 2 in pool dc"
+    assert queued_message(state, big, [RESEARCH]) == \
+        "gpu: needs 4, free 2 in pool dc (borrowers at priority 10 or above hold 6 it may not)"
 
 
 def test_queued_on_an_over_full_pool():
     running = [Running("old", "research-k8s", "dc", False, {"gpu": 10}, T0)]
     wants = Request("r/x", "research-k8s", {"gpu": 1}, True, 0)
     _, state = _state([wants], running)
-    assert binding_rule(state, RESEARCH, wants) == "gpu: needs 1, free 0 in pool dc (over capacity by 2)"
+    assert binding_rule(state, RESEARCH, wants) == "limit: policy research holds 10 of 8 gpu, needs 1"
+    assert queued_reasons(state, wants, [RESEARCH]) == [
+        "limit: policy research holds 10 of 8 gpu, needs 1", "gpu: needs 1, free 0 in pool dc (over capacity by 2)"]
 
 
 def test_queued_on_limit():
@@ -334,7 +349,10 @@ def test_queued_reports_the_best_pool_first():
     state = FinalState.of(problem, Solution("optimal", {"p/a": "prod"}))
     eligible = eligible_policies(problem, wants)[0]
     assert [q.name for q in eligible] == ["prod", "prod-aa"]   # priority first, not pool name
-    assert queued_message(state, wants, eligible) == "gpu: needs 1, free 0 in pool dc"
+    assert queued_reasons(state, wants, eligible) == [
+        "limit: policy prod holds 8 of 6 gpu, needs 1",
+        "gpu: needs 1, free 0 in pool dc (borrowers at priority 100 or above hold 8 it may not)",
+        "in pool aa-small: limit: policy prod-aa holds 1 of 1 gpu, needs 1"]
 
 
 def test_preemption_names_the_displacing_requests_and_key():
@@ -366,8 +384,11 @@ def test_real_strategies_on_the_examples(strategy):
     assert [p.id for p in plan.preempted] == ["research-sweep-lr-02"]
     assert "prod-training/train_model (priority 1000) on gpu" in plan.preempted[0].message
     by_id = {r.id: r for r in plan.requests}
-    assert by_id["llm-finetune/quantize_adapter"].message == "gpu: needs 1, free 0 in pool aws-sagemaker"
-    assert by_id["research-sweep/sweep_lr_03"].message == "gpu: needs 2, free 0 in pool datacenter-one"
+    quantize = by_id["llm-finetune/quantize_adapter"]
+    assert quantize.reason == "limit: policy prod-sagemaker holds 16 of 16 gpu, needs 1"
+    assert quantize.message == (f"{quantize.reason}; also gpu: needs 1, free 0 in pool aws-sagemaker "
+                                "(borrowers at priority 900 or above hold 8 it may not)")
+    assert by_id["research-sweep/sweep_lr_03"].reason.startswith("gpu: needs 2, free 0 in pool datacenter-one")
     assert by_id["llm-finetune/distill"].borrowed == {"gpu": 4}
     dc1 = next(p for p in plan.pools if p.name == "datacenter-one")
     assert dc1.used["gpu"] == 16 and dc1.free["gpu"] == 0
@@ -393,11 +414,25 @@ def test_text_plan(tmp_path, monkeypatch):
     assert text == render_plan(plan_paths(["."], strategy=decided).plan, color=False)
     assert "\x1b[" not in text and all(len(line) <= 100 for line in text.splitlines())
     assert text.splitlines()[:3] == [
-        "Plan: strategy optimal, status OPTIMAL, gap 0, objective 1 2 1 1 15 0 0",
+        "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
         "6 steps: 4 allocated, 0 queued, 2 rejected; 1 preempted",
     ]
     for block in (
+        "Objective, in order (each tier optimised with the ones above held)\n"
+        "             what                                                              value\n"
+        "  maximised  steps admitted inside their policy's free reserved share              1\n"
+        "  maximised  steps admitted at priority 100                                        2\n"
+        "  minimised  running allocations preempted at priority 10                          1\n"
+        "  maximised  steps admitted at priority 10                                         1\n"
+        "  maximised  arrival order: sum over admitted steps of (steps - arrival rank)     15\n"
+        "  maximised  most recently started preempted first: sum of their start ranks       0\n"
+        "  maximised  pool preference: higher-priority policy, then pool name               0\n",
+        "Policies\n  policy    pool  priority  key       reserved  used  borrowed  limit\n"
+        "  prod      dc         100  gpu              4     5         1      6\n"
+        "                            step_run         4     2         0     10\n"
+        "  research  dc          10  gpu              0     2         2      8\n"
+        "                            step_run         0     1         1     10\n",
         "  dc\n    key       capacity  used  free\n    gpu              8     7     1\n"
         "    step_run        10     3     7\n",
         "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  gpu=6 step_run=1\n"

@@ -398,31 +398,38 @@ def test_every_rule_has_a_fixture():
 # --- hints and did-you-mean: the words, not only the position --------------------
 
 HINTS = [
-    ("s003-quantity-needs-unit", 25, "16 needs a unit: write 16GB or 16Gi"),
-    ("s003-quantity-needs-unit", 14, "512 needs a unit: write 512GB or 512Gi"),
-    ("s003-quantity-needs-unit", 27, "1 needs a unit"),
-    ("s003-bad-timestamp", 11, "such as 2026-11-20T10:00:00Z"),
-    ("s001-misplaced-resource-fields", 15, "belongs in spec.steps.train.settings.resources.preemptible"),
-    ("s001-misplaced-resource-fields", 20, "belongs in spec.steps.evaluate.settings.resources.memory"),
-    ("s001-misplaced-resource-fields", 23, "belongs in spec.steps.package.settings.resources"),
-    ("s003-mis-indented-settings", 13, "probably mis-indented"),
-    ("s004-kind-did-you-mean", 6, "did you mean 'ResourcePool'?"),
-    ("s004-kind-did-you-mean", 11, "did you mean 'Pipeline'?"),
-    ("n002-did-you-mean", 13, "did you mean 'gpu-pool'?"),
-    ("n002-did-you-mean", 14, "did you mean 'team-k8s'?"),
-    ("n002-did-you-mean", 20, "did you mean 'team-stack'?"),
-    ("n002-did-you-mean", 29, "did you mean 'sm-quota'?"),
-    ("n002-did-you-mean", 30, "did you mean 'team-gpu-op'?"),
-    ("n002-did-you-mean", 39, "did you mean 'team-gpu-op'?"),
+    ("s003-quantity-needs-unit", 25, 19, "16 needs a unit: write 16GB or 16Gi"),
+    ("s003-quantity-needs-unit", 14, 13, "512 needs a unit: write 512GB or 512Gi"),
+    ("s003-quantity-needs-unit", 27, 16, "1 needs a unit"),
+    ("s003-bad-timestamp", 11, 21, "such as 2026-11-20T10:00:00Z"),
+    ("s001-misplaced-resource-fields", 15, 7, "belongs in spec.steps.train.settings.resources.preemptible"),
+    ("s001-misplaced-resource-fields", 20, 9, "belongs in spec.steps.evaluate.settings.resources.memory"),
+    ("s001-misplaced-resource-fields", 23, 7, "belongs in spec.steps.package.settings.resources"),
+    ("s003-mis-indented-settings", 13, 7, "probably mis-indented"),
+    ("s004-kind-did-you-mean", 6, 7, "did you mean 'ResourcePool'?"),
+    ("s004-kind-did-you-mean", 11, 7, "did you mean 'Pipeline'?"),
+    ("n002-did-you-mean", 13, 9, "did you mean 'gpu-pool'?"),
+    ("n002-did-you-mean", 14, 12, "did you mean 'team-k8s'?"),
+    ("n002-did-you-mean", 20, 10, "did you mean 'team-stack'?"),
+    ("n002-did-you-mean", 29, 9, "did you mean 'sm-quota'?"),
+    ("n002-did-you-mean", 30, 12, "did you mean 'team-gpu-op'?"),
+    ("n002-did-you-mean", 39, 22, "did you mean 'team-gpu-op'?"),
+    # cascades: the one real error, at its own line:col (the header expects nothing else)
+    ("s006-broken-pool-no-cascade", 12, 5, "give either cpu or mcpu, not both"),
+    ("n002-broken-stack-no-cascade", 11, 13, "flavor 'kubernets' cannot be used here"),
 ]
 
 
-@pytest.mark.parametrize("stem, line, words", HINTS, ids=[f"{s}:{n}" for s, n, _ in HINTS])
-def test_hint_message(stem: str, line: int, words: str):
+@pytest.mark.parametrize("stem, line, column, words", HINTS, ids=[f"{s}:{n}:{c}" for s, n, c, _ in HINTS])
+def test_hint_message(stem: str, line: int, column: int, words: str):
+    """The hint is on the diagnostic at that exact line:col (the fixture's header
+    expects it there too)."""
     path = FIXTURES / "negative" / f"{stem}.yaml"
     header = read_header(path)
+    assert any(key[1:3] == (line, column) for key in header.expected), "the fixture must expect it here"
     result = validate_paths([_as_given(p) for p in [*header.contexts, path]])
-    messages = [d.message for d in result.diagnostics if d.line == line and d.file == _as_given(path)]
+    messages = [d.message for d in result.diagnostics
+                if (d.line, d.column) == (line, column) and d.file == _as_given(path)]
     assert any(words in m for m in messages), messages
     assert not any("must be a string" in m or "[0-9]{4}" in m for m in messages), messages
 

@@ -44,7 +44,7 @@ class PlannedRequest:
     pool: str | None
     policy: str | None
     borrowed: Mapping[str, int]
-    reason: str | None                # a rule id for rejected, UNMANAGED, else None
+    reason: str | None                # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
     message: str
     running: str | None = None        # the allocation that already runs this step (not in the JSON)
 
@@ -78,15 +78,55 @@ class PoolUsage:
 
 
 @dataclass(frozen=True)
+class PolicyUsage:
+    """One policy on its pool, per metered key, once the plan is carried out: its
+    reserved share and limit (from the configuration, so a saved plan can show
+    them), what its steps hold (running and admitted) and how much of that lies
+    above the reserved share."""
+
+    name: str
+    pool: str
+    priority: int
+    reserved: Mapping[str, int]
+    limit: Mapping[str, int]
+    used: Mapping[str, int]
+    borrowed: Mapping[str, int]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "pool": self.pool, "priority": self.priority, "reserved": dict(self.reserved),
+                "limit": dict(self.limit), "used": dict(self.used), "borrowed": dict(self.borrowed)}
+
+
+@dataclass(frozen=True)
+class Tier:
+    """What one objective value counts: ``in-share``, ``admitted`` (at
+    ``priority``), ``preempted`` (at ``priority``), ``arrival``, ``start-rank`` or
+    ``preference``; the report layer says it in words."""
+
+    kind: str
+    priority: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "priority": self.priority}
+
+
+TIER_KINDS = ("in-share", "admitted", "preempted", "arrival", "start-rank", "preference")
+
+
+@dataclass(frozen=True)
 class SolverInfo:
     strategy: str
     status: str
     objective: tuple[int, ...]
     gap: float
+    tiers: tuple[Tier, ...] = ()      # what each objective value counts; () when unknown (zenml, kueue)
 
     def as_dict(self) -> dict:
-        return {"strategy": self.strategy, "status": self.status, "objective": list(self.objective),
-                "gap": float(self.gap)}
+        found: dict[str, Any] = {"strategy": self.strategy, "status": self.status,
+                                 "objective": list(self.objective), "gap": float(self.gap)}
+        if self.tiers:
+            found["tiers"] = [t.as_dict() for t in self.tiers]
+        return found
 
 
 @dataclass(frozen=True)
@@ -149,6 +189,7 @@ class Plan:
     runtime: Runtime | None = None
     finished: tuple[str, ...] = ()            # steps released as finished, not requested again
     inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
+    policies: tuple[PolicyUsage, ...] = ()    # sorted by name
 
     def diagnostics_list(self) -> list[Diagnostic]:
         """Validation and state diagnostics, in report order."""
@@ -164,6 +205,7 @@ class Plan:
             "requests": [r.as_dict() for r in self.requests],
             "preempted": [p.as_dict() for p in self.preempted],
             "pools": [p.as_dict() for p in self.pools],
+            "policies": [q.as_dict() for q in self.policies],
             "diagnostics": [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule,
                              "severity": x.severity, "message": x.message} for x in self.diagnostics],
             "solver": self.solver.as_dict(),
@@ -225,6 +267,22 @@ def _request_from_dict(data: Any, where: str) -> PlannedRequest:
         message=_need(data, "message", str, where))
 
 
+def _tier_from_dict(data: Any, where: str) -> Tier:
+    kind = _need(data, "kind", str, where)
+    if kind not in TIER_KINDS:
+        raise PlanFormatError(f"{where}: kind {kind!r} is not one of {', '.join(TIER_KINDS)}")
+    priority = data.get("priority")
+    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+        raise PlanFormatError(f"{where}: 'priority' must be an integer or null")
+    return Tier(kind, priority)
+
+
+def _policy_from_dict(data: Any, where: str) -> PolicyUsage:
+    return PolicyUsage(_need(data, "name", str, where), _need(data, "pool", str, where),
+                       _need(data, "priority", int, where), _ints(data, "reserved", where),
+                       _ints(data, "limit", where), _ints(data, "used", where), _ints(data, "borrowed", where))
+
+
 def _diagnostic_from_dict(data: Any, where: str) -> Diagnostic:
     line, column = _need(data, "line", int, where), _need(data, "column", int, where)
     severity = _need(data, "severity", str, where)
@@ -248,6 +306,10 @@ def _plan_from_dict(data: Any) -> Plan:
     objective = _need(solver, "objective", list, "solver")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in objective):
         raise PlanFormatError("solver: 'objective' must be a list of integers")
+    tiers = tuple(_tier_from_dict(t, f"solver.tiers[{i}]")
+                  for i, t in enumerate(_need(solver, "tiers", list, "solver") if "tiers" in solver else []))
+    if tiers and len(tiers) != len(objective):
+        raise PlanFormatError("solver: 'tiers' must name every objective value")
     requests = tuple(_request_from_dict(r, f"requests[{i}]")
                      for i, r in enumerate(_need(data, "requests", list, "plan")))
     preempted = []
@@ -261,15 +323,17 @@ def _plan_from_dict(data: Any) -> Plan:
     pools = tuple(PoolUsage(_need(p, "name", str, f"pools[{i}]"), _ints(p, "capacity", f"pools[{i}]"),
                             _ints(p, "used", f"pools[{i}]"), _ints(p, "free", f"pools[{i}]"))
                   for i, p in enumerate(_need(data, "pools", list, "plan")))
+    policies = tuple(_policy_from_dict(q, f"policies[{i}]")
+                     for i, q in enumerate(_need(data, "policies", list, "plan") if "policies" in data else []))
     diagnostics = tuple(_diagnostic_from_dict(x, f"diagnostics[{i}]")
                         for i, x in enumerate(_need(data, "diagnostics", list, "plan")))
     changes = data.get("changes")
     runtime = _runtime_from_dict(data["runtime"]) if isinstance(data.get("runtime"), dict) else None
     return Plan(
         inputs_digest=_need(data, "inputs_digest", str, "plan"), requests=requests, preempted=tuple(preempted),
-        pools=pools, diagnostics=diagnostics,
+        pools=pools, policies=policies, diagnostics=diagnostics,
         solver=SolverInfo(strategy, _need(solver, "status", str, "solver"), tuple(objective),
-                          float(_need(solver, "gap", (int, float), "solver"))),
+                          float(_need(solver, "gap", (int, float), "solver")), tiers),
         changes=changes if isinstance(changes, dict) else None, runtime=runtime,
         finished=tuple(x for x in data.get("finished", []) if isinstance(x, str)),
         inputs=_ints_or_strs(data.get("inputs")))

@@ -41,6 +41,8 @@ class FinalState:
     held_fixed: dict[str, dict[str, int]] = field(default_factory=dict)      # policy -> non-preemptible units
     policies: dict[str, PolicyRule] = field(default_factory=dict)
     _demand: dict[str, Mapping[str, int]] | None = field(default=None, repr=False)
+    _borrowed: dict[str, dict[str, int]] | None = field(default=None, repr=False)
+    _borrowers: dict[str, list[tuple[PolicyRule, Mapping[str, int]]]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, problem: Problem, solution: Solution) -> FinalState:
@@ -77,7 +79,32 @@ class FinalState:
     def free(self, pool_name: str, key: str) -> int:
         return self.problem.pool(pool_name).capacity[key] - self.used[pool_name].get(key, 0)
 
+    def borrowers(self, pool_name: str) -> list[tuple[PolicyRule, Mapping[str, int]]]:
+        """(policy, holdings) of every preemptible step in the pool that borrows in
+        the final state, kept or admitted: the ones a preemption could remove.
+        Indexed once for all pools (each queued request asks per key)."""
+        if self._borrowers is None:
+            borrowed = self.borrowed()
+            found: dict[str, list[tuple[PolicyRule, Mapping[str, int]]]] = {p.name: [] for p in self.problem.pools}
+            for alloc in self.kept:
+                policy = self.problem.policy_for(alloc.subject, alloc.pool)
+                if policy is not None and alloc.preemptible and any(borrowed.get(alloc.name, {}).values()):
+                    found[alloc.pool].append((policy, alloc.holds))
+            for request in self.problem.requests:
+                name = self.solution.admitted.get(request.id)
+                if name is not None and request.preemptible and any(borrowed.get(request.id, {}).values()):
+                    policy = self.policies[name]
+                    found[policy.pool].append((policy, request.demand))
+            self._borrowers = found
+        return self._borrowers.get(pool_name, [])
+
     def borrowed(self) -> dict[str, dict[str, int]]:
+        """Computed once (``_borrowed_walk``)."""
+        if self._borrowed is None:
+            self._borrowed = self._borrowed_walk()
+        return self._borrowed
+
+    def _borrowed_walk(self) -> dict[str, dict[str, int]]:
         """Per kept allocation name and admitted request id, the units above its
         policy's reserved share (docs/planning.md#reserved-share-and-borrowing, applied to the final state):
         per policy, non-preemptible first, then running before admitted (running
@@ -121,42 +148,106 @@ def unmanaged_message(requester: str) -> str:
 
 # --- queued ------------------------------------------------------------------------
 
-def binding_rule(state: FinalState, policy: PolicyRule, request: Request) -> str | None:
-    """The first rule that keeps ``request`` out of ``policy``'s pool in the final
-    state, checked as capacity, then limit, then the non-preemptible share; None
-    when it would fit now."""
+@dataclass(frozen=True)
+class Hold:
+    """One rule that keeps a request out of a pool in the final state. ``binding``:
+    no preemption the plan may make can lift it (a share or limit counts only what
+    the policy itself holds; capacity only if what borrowers it outranks hold
+    would not make room either)."""
+
+    text: str
+    binding: bool
+
+
+def _borrowers(state: FinalState, policy: PolicyRule, request: Request, key: str) -> tuple[int, int, bool]:
+    """(units of ``key`` the request may take by preemption, units it may not,
+    whether it fits its policy's free reserved share) in
+    ``policy``'s pool, held by preemptible steps that borrow: it may displace those
+    below its policy's priority, or any of them when it fits inside its policy's
+    free reserved share (reserved shares are honoured first)."""
+    pool = policy.pool
+    in_share = all(state.held[policy.name].get(k, 0) + units <= policy.rsv(k)
+                   for k, units in metered_demand(state.problem.pool(pool), request.demand).items())
+    may = may_not = 0
+    for owner, amounts in state.borrowers(pool):
+        if in_share or owner.priority < policy.priority:
+            may += amounts.get(key, 0)
+        else:
+            may_not += amounts.get(key, 0)
+    return may, may_not, in_share
+
+
+def _capacity_hold(state: FinalState, policy: PolicyRule, request: Request, key: str, units: int,
+                   free: int) -> Hold:
+    pool = policy.pool
+    notes = [f"over capacity by {-free}"] if free < 0 else []
+    may, may_not, in_share = _borrowers(state, policy, request, key)
+    if may:
+        whom = "borrowers (it fits its reserved share)" if in_share else f"borrowers below priority {policy.priority}"
+        notes.append(f"{whom} hold {may} it may preempt")
+    if may_not:
+        notes.append(f"borrowers at priority {policy.priority} or above hold {may_not} it may not")
+    text = f"{key}: needs {units}, free {max(free, 0)} in pool {pool}"
+    return Hold(text + (f" ({'; '.join(notes)})" if notes else ""), max(free, 0) + may < units)
+
+
+def holding_rules(state: FinalState, policy: PolicyRule, request: Request) -> list[Hold]:
+    """Every rule that keeps ``request`` out of ``policy``'s pool in the final
+    state, the binding ones first (the non-preemptible share, the limit, capacity
+    nobody it outranks could free), then capacity that preempting lower-priority
+    borrowers would free; [] when it would fit now."""
     pool = state.problem.pool(policy.pool)
     need = sorted(metered_demand(pool, request.demand).items())
-    for key, units in need:
-        free = state.free(pool.name, key)
-        if units > free:
-            if free < 0:
-                return f"{key}: needs {units}, free 0 in pool {pool.name} (over capacity by {-free})"
-            return f"{key}: needs {units}, free {free} in pool {pool.name}"
-    for key, units in need:
-        held, limit = state.held[policy.name].get(key, 0), policy.limit.get(key, pool.capacity.get(key, 0))
-        if held + units > limit:
-            return f"limit: policy {policy.name} holds {held} of {limit} {key}, needs {units}"
+    found: list[Hold] = []
     if not request.preemptible:
         for key, units in need:
             held, reserved = state.held_fixed[policy.name].get(key, 0), policy.rsv(key)
             if held + units > reserved:
-                return (f"non-preemptible share: policy {policy.name} holds {held} of reserved "
-                        f"{key}={reserved}, needs {units}")
-    return None
+                found.append(Hold(f"non-preemptible share: policy {policy.name} holds {held} of reserved "
+                                  f"{key}={reserved}, needs {units}", True))
+    for key, units in need:
+        held, limit = state.held[policy.name].get(key, 0), policy.limit.get(key, pool.capacity.get(key, 0))
+        if held + units > limit:
+            found.append(Hold(f"limit: policy {policy.name} holds {held} of {limit} {key}, needs {units}", True))
+    for key, units in need:
+        free = state.free(pool.name, key)
+        if units > free:
+            found.append(_capacity_hold(state, policy, request, key, units, free))
+    return sorted(found, key=lambda hold: not hold.binding)
+
+
+def binding_rule(state: FinalState, policy: PolicyRule, request: Request) -> str | None:
+    """The first of ``holding_rules``; None when it would fit now."""
+    rules = holding_rules(state, policy, request)
+    return rules[0].text if rules else None
+
+
+def queued_reasons(state: FinalState, request: Request, eligible: list[PolicyRule]) -> list[str]:
+    """Why a request waits, binding rule first: every rule that holds it back in
+    the pool of the policy it waits in (the first eligible: priority, then pool
+    name), then the binding rule of each other eligible pool; or, when it would
+    fit in some eligible pool now, why it was not admitted anyway."""
+    held = [holding_rules(state, q, request) for q in eligible]
+    if any(not rules for rules in held):
+        pool = eligible[next(i for i, rules in enumerate(held) if not rules)].pool
+        if state.solution.strategy == "zenml":
+            return ["waits behind earlier requests (head-of-line)"]
+        return [f"would fit in pool {pool} now, but the solver stopped before admitting it "
+                f"(status {state.solution.status})"]
+    reasons = [hold.text for hold in held[0]]
+    reasons += [f"in pool {q.pool}: {rules[0].text}" for q, rules in zip(eligible[1:], held[1:], strict=True)]
+    return reasons
 
 
 def queued_message(state: FinalState, request: Request, eligible: list[PolicyRule]) -> str:
-    """The binding rule of the best pool (policy priority desc, pool name), or
-    head-of-line waiting when it would fit in some eligible pool now."""
-    reasons = [binding_rule(state, q, request) for q in eligible]
-    if None in reasons:
-        if state.solution.strategy == "zenml":
-            return "waits behind earlier requests (head-of-line)"
-        pool = eligible[reasons.index(None)].pool
-        return (f"would fit in pool {pool} now, but the solver stopped before admitting it "
-                f"(status {state.solution.status})")
-    return next(reason for reason in reasons if reason is not None)
+    """``queued_reasons`` as one sentence."""
+    return reasons_sentence(queued_reasons(state, request, eligible))
+
+
+def reasons_sentence(reasons: list[str]) -> str:
+    """The binding rule, then ``also`` each other one."""
+    first, *rest = reasons
+    return "; ".join([first, *(f"also {reason}" for reason in rest)])
 
 
 # --- preempted ---------------------------------------------------------------------

@@ -20,9 +20,11 @@ from ..domain.plan import (
     UNMANAGED,
     Plan,
     PlannedRequest,
+    PolicyUsage,
     PoolUsage,
     Preemption,
     SolverInfo,
+    Tier,
 )
 from ..domain.problem import Problem, Running
 from ..model import KINDS, Allocation
@@ -32,11 +34,13 @@ from .explain import (
     allocated_message,
     preempted_message,
     preemption_keys,
-    queued_message,
+    queued_reasons,
+    reasons_sentence,
     requeued_message,
     running_message,
     unmanaged_message,
 )
+from .objective import objective_tiers
 from .solution import Solution
 
 
@@ -77,6 +81,36 @@ def _pools(problem: Problem, state: FinalState) -> tuple[PoolUsage, ...]:
         usages.append(PoolUsage(pool.name, dict(sorted(pool.capacity.items())), used,
                                 {k: pool.capacity[k] - used[k] for k in used}))
     return tuple(usages)
+
+
+def _policies(problem: Problem, state: FinalState,
+              borrowed: Mapping[str, Mapping[str, int]]) -> tuple[PolicyUsage, ...]:
+    """Per policy and metered key of its pool: reserved, limit, what its kept and
+    admitted steps hold, and the part of that above the reserved share."""
+    above: dict[str, dict[str, int]] = {q.name: {} for q in problem.policies}
+    members = [(problem.policy_for(a.subject, a.pool), a.name) for a in state.kept]
+    members += [(state.policies[name], rid) for rid, name in state.solution.admitted.items()]
+    for policy, who in members:
+        if policy is not None:
+            for key, units in borrowed.get(who, {}).items():
+                above[policy.name][key] = above[policy.name].get(key, 0) + units
+    usages = []
+    for q in sorted(problem.policies, key=lambda q: q.name):
+        keys = sorted(problem.pool(q.pool).capacity)
+        usages.append(PolicyUsage(q.name, q.pool, q.priority, {k: q.rsv(k) for k in keys},
+                                  {k: q.limit.get(k, problem.pool(q.pool).capacity[k]) for k in keys},
+                                  {k: state.held[q.name].get(k, 0) for k in keys},
+                                  {k: above[q.name].get(k, 0) for k in keys}))
+    return tuple(usages)
+
+
+def _tiers(problem: Problem, solution: Solution) -> tuple[Tier, ...]:
+    """What the optimal strategy's objective values count; () for the others (and
+    for a stand-in strategy whose objective is laid out otherwise)."""
+    if solution.strategy != "optimal":
+        return ()
+    tiers = objective_tiers(problem)
+    return tiers if len(tiers) == len(solution.objective) else ()
 
 
 def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], *,
@@ -120,8 +154,9 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             rule_of = problem.policy_for(alloc.subject, alloc.pool)
             through = rule_of.name if rule_of else None
             if alloc.name in preemptions:
-                planned.append(entry(QUEUED, requeued_message(alloc.name, preemptions[alloc.name].message),
-                                     policy=through, running_as=alloc.name))
+                preemption = preemptions[alloc.name].message
+                planned.append(entry(QUEUED, requeued_message(alloc.name, preemption), policy=through,
+                                     reason=preemption, running_as=alloc.name))
             else:
                 borrowed = after.get(alloc.name, {})
                 planned.append(entry(ALLOCATED, running_message(alloc.name, borrowed), pool=alloc.pool,
@@ -141,13 +176,17 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             rule, message = rejection(step.step, reasons)
             planned.append(entry(REJECTED, message, reason=rule))
         else:
-            # it waits in the queue of its first eligible policy (priority, then pool name)
-            planned.append(entry(QUEUED, queued_message(state, request, eligible), policy=eligible[0].name))
+            # it waits in the queue of its first eligible policy (priority, then pool name);
+            # ``reason`` is the binding rule, the message every rule that holds it back
+            why = queued_reasons(state, request, eligible)
+            planned.append(entry(QUEUED, reasons_sentence(why), policy=eligible[0].name, reason=why[0]))
     return Plan(
         inputs_digest=digest,
         requests=tuple(sorted(planned, key=lambda r: r.id)),
         preempted=tuple(preemptions[name] for name in sorted(preemptions)),
         pools=_pools(problem, state),
+        policies=_policies(problem, state, after),
         diagnostics=tuple(sorted(diagnostics, key=report_order)),
-        solver=SolverInfo(solution.strategy, solution.status, tuple(solution.objective), float(solution.gap)),
+        solver=SolverInfo(solution.strategy, solution.status, tuple(solution.objective), float(solution.gap),
+                          _tiers(problem, solution)),
     )

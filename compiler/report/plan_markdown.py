@@ -5,20 +5,25 @@ cluster agrees), then per pool and per policy what is reserved, used, borrowed
 and the limit with a bar per key, the changes (allocations and generated files,
 diffs folded in ``<details>``), queued steps with their reasons, preemptions,
 runtime differences and rejected steps. GitHub refuses comments over 65,536
-characters, so long sections are cut with a note saying how many rows are left
-out; the whole plan is always in the JSON.
+characters: every section gets a fair share of the budget (a small section
+leaves what it does not use to the big ones), and a table that does not fit ends
+after its last whole row with a line saying how many more rows the full plan
+has. Nothing is cut inside a table or a diff.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..domain.plan import Plan, PlannedRequest
+from .objective import objective_rows
 
 LIMIT = 65_536
 # What the sections may use together; the headline and the notes need the rest.
 BUDGET = 60_000
 MAX_ROWS = 200
+UNLIMITED = 10**9
+_WHERE = "`poolc show PLANFILE --format json` or `poolc plan --format json` has them all"
 BAR_WIDTH = 10
 
 
@@ -36,12 +41,23 @@ def bar(used: int, total: int) -> str:
     return "▓" * filled + "░" * (BAR_WIDTH - filled) + f" {share:.0%}"
 
 
-def _table(header: Iterable[str], rows: Sequence[Sequence[object]], what: str) -> list[str]:
+def _table(header: Iterable[str], rows: Sequence[Sequence[object]], what: str, budget: int) -> list[str]:
+    """Whole rows while they fit ``budget`` characters (and at most MAX_ROWS), then
+    one line saying how many more there are and where they are."""
     header = list(header)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:MAX_ROWS]]
-    if len(rows) > MAX_ROWS:
-        lines.append(f"\n_{len(rows) - MAX_ROWS} more {what} not shown; `poolc plan --format json` has them all._")
+    cells = ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:MAX_ROWS]]
+    used = sum(len(line) + 1 for line in lines)
+    if len(rows) <= MAX_ROWS and used + sum(len(line) + 1 for line in cells) <= budget:
+        return lines + cells
+    used += 200                                              # room for the note
+    for line in cells:
+        if used + len(line) + 1 > budget:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    shown = len(lines) - 2
+    lines.append(f"\n_{len(rows) - shown} more {what} not shown to stay under GitHub's comment size; {_WHERE}._")
     return lines
 
 
@@ -53,49 +69,37 @@ def _headline(plan: Plan) -> list[str]:
     if plan.runtime is not None:
         runtime = (" · the cluster (Kueue) agrees" if plan.runtime.agrees
                    else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
-    return [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
-            f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-            "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+    lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
+             f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
+             "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+    tiers = objective_rows(solver)
+    if tiers:
+        lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
+                  *_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), "",
+                  "</details>", ""]
+    return lines
 
 
-def _pools(plan: Plan) -> list[str]:
+def _pools(plan: Plan, budget: int) -> list[str]:
     rows = []
     for pool in plan.pools:
         for key in sorted(pool.capacity):
             rows.append([pool.name, key, pool.capacity[key], pool.used.get(key, 0), pool.free.get(key, 0),
                          bar(pool.used.get(key, 0), pool.capacity[key])])
-    return ["#### Pools", "", *_table(["pool", "key", "capacity", "used", "free", ""], rows, "rows"), ""]
+    return ["#### Pools", "", *_table(["pool", "key", "capacity", "used", "free", ""], rows, "rows", budget), ""]
 
 
-def _policies(plan: Plan) -> list[str]:
-    """Per policy and key: what its allocated steps use and borrow (reserve and
-    limit live in the configuration, not in the plan, so they are shown when a
-    policy table is given by the caller)."""
-    used: dict[tuple[str, str], int] = {}
-    borrowed: dict[tuple[str, str], int] = {}
-    pools: dict[str, str] = {}
-    by_name = {p.name: p for p in plan.pools}
-    for request in plan.requests:
-        if request.status != "allocated" or request.policy is None or request.pool is None:
-            continue
-        pools[request.policy] = request.pool
-        capacity = by_name[request.pool].capacity if request.pool in by_name else {}
-        for key, units in request.demand.items():
-            if key in capacity:
-                used[request.policy, key] = used.get((request.policy, key), 0) + units
-        for key, units in request.borrowed.items():
-            borrowed[request.policy, key] = borrowed.get((request.policy, key), 0) + units
-    rows = []
-    for (policy, key), units in sorted(used.items()):
-        pool = by_name[pools[policy]]
-        reserved_part = units - borrowed.get((policy, key), 0)
-        rows.append([policy, pool.name, key, units, reserved_part, borrowed.get((policy, key), 0),
-                     bar(units, pool.capacity.get(key, 0))])
+def _policies(plan: Plan, budget: int) -> list[str]:
+    """Per policy and metered key: reserved, used (running and admitted), borrowed
+    above the reserved share, limit; the bar is what it uses of its limit."""
+    rows = [[policy.name, policy.pool, policy.priority, key, policy.reserved[key], policy.used[key],
+             policy.borrowed[key], policy.limit[key], bar(policy.used[key], policy.limit[key])]
+            for policy in plan.policies for key in policy.used]
     if not rows:
         return []
-    return ["#### Policies", "", "What each policy's allocated steps use (new and already running), inside "
-            "its reserved share and borrowed above it; the bar is the share of the pool.", "",
-            *_table(["policy", "pool", "key", "used", "in reserve", "borrowed", "of the pool"], rows, "rows"), ""]
+    return ["#### Policies", "",
+            *_table(["policy", "pool", "priority", "key", "reserved", "used", "borrowed", "limit", "of the limit"],
+                    rows, "rows", budget), ""]
 
 
 def _changes(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
@@ -113,62 +117,76 @@ def _changes(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
              (("added", "+", "added"), ("removed", "-", "removed"), ("resized", "~", "resized"))
              for name in allocations.get(key, [])]
     if rows:
-        lines += _table(["", "what", "change"], rows, "changes")
+        lines += _table(["", "what", "change"], rows, "changes", budget)
         lines.append("")
     used = sum(len(x) + 1 for x in lines)
-    shown = 0
-    for item in files:
-        diff = diffs.get(item["path"])
-        if not diff:
-            continue
-        block = (f"<details><summary><code>{item['path']}</code></summary>\n\n"
-                 f"```diff\n{diff.rstrip()}\n```\n</details>\n")
-        if used + len(block) > budget:
-            lines.append(f"_The diffs of {sum(1 for f in files if diffs.get(f['path'])) - shown} more files are "
-                         "left out to stay under GitHub's comment size._")
+    blocks = [(f"<details><summary><code>{item['path']}</code></summary>\n\n"
+               f"```diff\n{diffs[item['path']].rstrip()}\n```\n</details>\n")
+              for item in files if diffs.get(item["path"])]
+    if used + sum(len(block) + 1 for block in blocks) > budget:
+        used += 200                                          # room for the note
+    for shown, block in enumerate(blocks):
+        if used + len(block) + 1 > budget:
+            lines.append(f"_The diffs of {len(blocks) - shown} more files are left out to stay under GitHub's "
+                         "comment size; `poolc apply` writes them._")
             break
         lines.append(block)
-        used += len(block)
-        shown += 1
+        used += len(block) + 1
     return lines
 
 
-def _requests(title: str, requests: list[PlannedRequest], with_reason: bool) -> list[str]:
+def _requests(title: str, requests: list[PlannedRequest], with_reason: bool, budget: int) -> list[str]:
     if not requests:
         return []
     rows = [[f"`{r.id}`", r.policy or "-", " ".join(f"{k}={v}" for k, v in sorted(r.demand.items())),
              (f"[{r.reason}] " if with_reason and r.reason else "") + r.message] for r in requests]
-    return [f"#### {title} ({len(requests)})", "", *_table(["step", "policy", "demand", "why"], rows, "steps"), ""]
+    return [f"#### {title} ({len(requests)})", "",
+            *_table(["step", "policy", "demand", "why"], rows, "steps", budget), ""]
 
 
-def _preempted(plan: Plan) -> list[str]:
+def _preempted(plan: Plan, budget: int) -> list[str]:
     if not plan.preempted:
         return []
     rows = [[f"`{p.id}`", p.pool, ", ".join(f"`{x}`" for x in p.for_[:5]) + (" …" if len(p.for_) > 5 else ""),
              p.message] for p in plan.preempted]
     return [f"#### Preempted ({len(plan.preempted)})", "",
-            *_table(["allocation", "pool", "for", "why"], rows, "preemptions"), ""]
+            *_table(["allocation", "pool", "for", "why"], rows, "preemptions", budget), ""]
 
 
-def _runtime(plan: Plan) -> list[str]:
+def _runtime(plan: Plan, budget: int) -> list[str]:
     if plan.runtime is None or plan.runtime.agrees:
         return []
     rows = [[f"`{x.id}`", x.plan, x.cluster, x.message] for x in plan.runtime.differences]
     return [f"#### Where the cluster will differ ({len(rows)})", "",
-            *_table(["step or allocation", "plan", "cluster", "why"], rows, "differences"), ""]
+            *_table(["step or allocation", "plan", "cluster", "why"], rows, "differences", budget), ""]
+
+
+def _shares(sizes: list[int], budget: int) -> list[int]:
+    """Max-min fair split of ``budget``: the smallest sections get all they need,
+    the rest share what is left equally."""
+    shares = [0] * len(sizes)
+    left, waiting = budget, len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: (sizes[i], i)):
+        shares[i] = min(sizes[i], left // waiting)
+        left -= shares[i]
+        waiting -= 1
+    return shares
 
 
 def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> str:
     """The comment; always under GitHub's 65,536-character limit."""
-    head = _headline(plan)
-    body = [*_runtime(plan), *_requests("Rejected", plan.by_status("rejected"), True),
-            *_requests("Queued", plan.by_status("queued"), False), *_preempted(plan), *_pools(plan),
-            *_policies(plan)]
-    text = "\n".join(head + body)
-    if len(text) > BUDGET:
-        text = text[:BUDGET].rsplit("\n", 1)[0] + "\n\n_The comment is cut here to stay under GitHub's size limit; " \
-               "`poolc plan --format json` has the whole plan._"
+    sections: list[Callable[[int], list[str]]] = [
+        lambda budget: _runtime(plan, budget),
+        lambda budget: _requests("Rejected", plan.by_status("rejected"), True, budget),
+        lambda budget: _requests("Queued", plan.by_status("queued"), False, budget),
+        lambda budget: _preempted(plan, budget),
+        lambda budget: _pools(plan, budget),
+        lambda budget: _policies(plan, budget),
+    ]
     if plan.changes is not None:
-        text += "\n" + "\n".join(_changes(plan, diffs or {}, max(0, BUDGET - len(text))))
-    text = text.rstrip() + "\n"
-    return text if len(text) < LIMIT else text[:LIMIT - 200].rsplit("\n", 1)[0] + "\n\n_(cut)_\n"
+        sections.append(lambda budget: _changes(plan, diffs or {}, budget))
+    head = _headline(plan)
+    sizes = [len("\n".join(section(UNLIMITED))) + 1 for section in sections]
+    shares = _shares(sizes, BUDGET - len("\n".join(head)))
+    body = [line for section, share in zip(sections, shares, strict=True) for line in section(share)]
+    return "\n".join(head + body).rstrip() + "\n"

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..domain.plan import Plan, Runtime
+from .objective import objective_rows
 
 WIDTH = 100
 _STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
@@ -38,6 +39,19 @@ def _table(*columns: str) -> Table:
     return table
 
 
+def _objective(console: Console, tiers: list[tuple[str, str, int]]) -> None:
+    """Each tier in the order it was optimised, the ones above held at their values."""
+    if not tiers:
+        return
+    console.print(Text("Objective, in order (each tier optimised with the ones above held)", style="bold underline"))
+    table = _table("", "what", "value")
+    table.columns[2].justify = "right"
+    for goal, what, value in tiers:
+        table.add_row(goal, what, str(value))
+    console.print(_indented(table, 2))
+    console.print()
+
+
 def _pools(console: Console, plan: Plan) -> None:
     console.print(Text("Pools", style="bold underline"))
     if not plan.pools:
@@ -55,6 +69,25 @@ def _pools(console: Console, plan: Plan) -> None:
         console.print()
 
 
+def _policies(console: Console, plan: Plan) -> None:
+    """Per policy and metered key: reserved, used (running and admitted),
+    borrowed above the reserved share, limit."""
+    if not plan.policies:
+        return
+    console.print(Text("Policies", style="bold underline"))
+    table = _table("policy", "pool", "priority", "key", "reserved", "used", "borrowed", "limit")
+    for column in table.columns[2:]:
+        column.justify = "left" if column.header == "key" else "right"
+    for policy in plan.policies:
+        for i, key in enumerate(policy.used):
+            first = i == 0
+            table.add_row(policy.name if first else "", policy.pool if first else "",
+                          str(policy.priority) if first else "", key, str(policy.reserved[key]),
+                          str(policy.used[key]), str(policy.borrowed[key]), str(policy.limit[key]))
+    console.print(_indented(table, 2))
+    console.print()
+
+
 def _requests(console: Console, plan: Plan) -> None:
     for status, style in _STATUSES:
         found = plan.by_status(status)
@@ -63,12 +96,14 @@ def _requests(console: Console, plan: Plan) -> None:
             console.print("  none")
         for request in found:
             place = f"{request.pool} via {request.policy}" if request.pool else \
-                ("outside every pool" if request.reason == "UNMANAGED" else "-")
+                ("outside every pool" if request.reason == "UNMANAGED" else
+                 f"waits in {request.policy}" if request.policy else "-")
             kind = "" if request.preemptible else ", non-preemptible"
             console.print(_indented(Text.assemble((request.id, "bold"),
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
             console.print(_indented(f"demand  {_amounts(request.demand)}", 6))
-            why = f"[{request.reason}] " if request.reason else ""
+            # a queued step's reason is the first rule its message names already
+            why = f"[{request.reason}] " if request.reason and status != "queued" else ""
             console.print(_indented(Text(f"{why}{request.message}", style=style), 6))
         console.print()
 
@@ -151,14 +186,17 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
                       force_terminal=color, no_color=not color, highlight=False, emoji=False,
                       soft_wrap=False, legacy_windows=False)
     solver = plan.solver
-    objective = " ".join(str(v) for v in solver.objective) or "-"
-    console.print(Text(f"Plan: strategy {solver.strategy}, status {solver.status}, gap {solver.gap:g}, "
-                       f"objective {objective}", style="bold"))
+    tiers = objective_rows(solver)
+    objective = "" if tiers else f", objective {' '.join(str(v) for v in solver.objective) or '-'}"
+    console.print(Text(f"Plan: strategy {solver.strategy}, status {solver.status}, gap {solver.gap:g}{objective}",
+                       style="bold"))
     console.print(f"inputs {plan.inputs_digest}")
     counts = ", ".join(f"{len(plan.by_status(s))} {s}" for s, _ in _STATUSES)
     console.print(f"{len(plan.requests)} steps: {counts}; {len(plan.preempted)} preempted")
     console.print()
+    _objective(console, tiers)
     _pools(console, plan)
+    _policies(console, plan)
     _requests(console, plan)
     _preemptions(console, plan)
     if plan.runtime is not None:
