@@ -29,6 +29,7 @@ from importlib import import_module
 from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
+from .domain.borrowing import grant_order
 from .domain.eligibility import check_policy
 from .domain.naming import allocation_name, step_label
 from .domain.plan import STRATEGIES, FileChange, Plan
@@ -290,6 +291,15 @@ def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
     return dataclasses.replace(plan, requests=requests)
 
 
+def _grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:
+    """Request id -> its place among the plan's new grants, in the order the plan
+    walked the reserved shares (in-share first, then by arrival)."""
+    ranks = {r.id: r.rank for r in problem.requests}
+    ordered = sorted((rid for rid in solution.admitted if rid in ranks),
+                     key=lambda rid: grant_order(rid in solution.in_share, ranks[rid], rid))
+    return {rid: place for place, rid in enumerate(ordered)}
+
+
 def _output_dir(result: PlanResult, given: str | None) -> str | None:
     if given:
         return given
@@ -331,6 +341,7 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
                             digest=inputs_digest(config), from_files=config.allocations,
                             preempted_before=result.state.preempted, released=result.released, started_at=now,
                             step_inputs=inputs, finished=result.state.finished,
+                            grant_order=_grant_positions(result.problem, result.solution),
                             output_dir=relative_out.replace(os.sep, "/") if relative_out else None)
     result.state_text = dump_state(state)
     current = read_regular(result.state_path)

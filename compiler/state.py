@@ -23,7 +23,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from . import API_VERSION, jsonpos
@@ -302,8 +302,10 @@ def new_allocation(request_id: str, requester: str, pool: str, policy: str, pree
 
 
 def format_time(when: datetime) -> str:
-    """RFC 3339 in UTC, whole seconds (``2026-11-20T10:00:00Z``)."""
-    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC (``2026-11-20T10:00:00Z``), with microseconds only when it has some
+    (the grants of one apply are a microsecond apart, in the order the plan granted them)."""
+    when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if when.microsecond else "%Y-%m-%dT%H:%M:%SZ")
 
 
 
@@ -313,7 +315,8 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
                     digest: str | None = None, from_files: Iterable[str] = (),
                     preempted_before: Iterable[str] = (), released: Iterable[str] = (),
                     started_at: datetime | None = None, step_inputs: Mapping[str, str] | None = None,
-                    finished: Mapping[str, str] | None = None, output_dir: str | None = None) -> dict:
+                    finished: Mapping[str, str] | None = None, output_dir: str | None = None,
+                    grant_order: Mapping[str, int] | None = None) -> dict:
     """The state a plan decides: the running allocations it keeps (every document in
     ``previous`` it does not preempt, those from the files included, so the state
     is the whole picture) plus one new allocation per newly admitted step.
@@ -328,7 +331,10 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     ``released``: allocations of steps whose request changed (the plan re-planned
     them); ``started_at``: when the new allocations start (the apply);
     ``step_inputs``: step id -> digest of its inputs (kept on its allocation);
-    ``finished``: steps released as finished (kept while their inputs stay)."""
+    ``finished``: steps released as finished (kept while their inputs stay);
+    ``grant_order``: request id -> its place among the new grants (domain.borrowing.grant_order):
+    the k-th starts ``k`` microseconds after ``started_at``, so the next plan walks the
+    reserved shares in the order this one did."""
     preempted = {p.id for p in plan.preempted}
     gone_now = preempted | set(released)
     steps = {step_label(r.id) for r in plan.requests} | {step_label(s) for s in plan.finished}
@@ -337,8 +343,11 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     for request in plan.requests:
         if (request.status == ALLOCATED and request.pool is not None and request.policy is not None
                 and request.requester is not None and request.running is None):
+            start = started_at
+            if start is not None and grant_order:
+                start = start + timedelta(microseconds=grant_order.get(request.id, 0))
             alloc = new_allocation(request.id, request.requester, request.pool, request.policy,
-                                   request.preemptible, request.demand, started_at=started_at,
+                                   request.preemptible, request.demand, started_at=start,
                                    inputs=(step_inputs or {}).get(request.id))
             kept.setdefault(alloc.metadata.name, alloc)
     # Allocations from the config files that are gone (preempted now or before):

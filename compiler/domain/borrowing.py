@@ -41,6 +41,14 @@ def victim_order_key(running: Running) -> tuple:
     return (running.preemptible, start_time(running.started_at), running.name)
 
 
+def grant_order(in_share: bool, rank: int, request_id: str) -> tuple[bool, int, str]:
+    """Order of a plan's new grants within a policy, after what already runs: those it
+    counts inside the reserved share first, then by arrival. `apply` records this
+    order in the grants' start times, so the next plan walks the share the same way
+    (it would otherwise fall back to names, and call other grants the borrowers)."""
+    return (not in_share, rank, request_id)
+
+
 def borrowed_parts(problem: Problem, running: tuple[Running, ...] | None = None) -> dict[str, dict[str, int]]:
     """Per running allocation, the units it holds above its policy's reserved share,
     on the pool's metered keys. Allocations of a subject without a policy on their

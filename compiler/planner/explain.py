@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..domain.borrowing import split_reserved
+from ..domain.borrowing import grant_order, split_reserved
 from ..domain.eligibility import metered_demand
 from ..domain.problem import EARLIEST, PolicyRule, Problem, Request, Running, start_time
 from .solution import Solution
@@ -108,17 +108,18 @@ class FinalState:
         """Per kept allocation name and admitted request id, the units above its
         policy's reserved share (docs/planning.md#reserved-share-and-borrowing, applied to the final state):
         per policy, non-preemptible first, then running before admitted (running
-        by started_at, admitted by arrival rank), then name."""
+        by started_at, then name; admitted in-share first, then by arrival rank)."""
         members: dict[str, list[tuple]] = {q: [] for q in self.policies}
         for alloc in self.kept:
             policy = self.problem.policy_for(alloc.subject, alloc.pool)
             if policy is not None:
-                order = (alloc.preemptible, 0, start_time(alloc.started_at), 0, alloc.name)
+                order: tuple = (alloc.preemptible, 0, start_time(alloc.started_at), alloc.name)
                 members[policy.name].append((order, alloc.name, alloc.holds))
         for request in self.problem.requests:
             name = self.solution.admitted.get(request.id)
             if name is not None:
-                order = (request.preemptible, 1, EARLIEST, request.rank, request.id)
+                order = (request.preemptible, 1, EARLIEST,
+                         *grant_order(request.id in self.solution.in_share, request.rank, request.id))
                 members[name].append((order, request.id, request.demand))
         result: dict[str, dict[str, int]] = {}
         for name, group in members.items():

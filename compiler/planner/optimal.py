@@ -666,7 +666,7 @@ def _hand_out(problem: Problem, results: list[tuple[_Built, _PartResult]], objec
     return Solution(strategy="optimal",
                     admitted={rid: admitted[rid].name for rid in sorted(admitted)},
                     preempted={name: preempted[name] for name in sorted(preempted)},
-                    status=status, objective=objective, gap=gap)
+                    status=status, objective=objective, gap=gap, in_share=frozenset(in_share))
 
 
 def _made_room_for(policy: PolicyRule, borrowed: dict[str, int], holds: dict[str, int], here: list[str],
