@@ -68,6 +68,7 @@ class _Track:
     preempted_by: list[str] = field(default_factory=list)
     preemptions: list[str] = field(default_factory=list)
     scan: dict[int, int] = field(default_factory=dict)
+    preempting: bool = False  # its last nomination issued preemptions
 
 
 class Scheduler:
@@ -89,6 +90,7 @@ class Scheduler:
             elif self.tree.in_cycle(name):
                 self.inactive[name] = "its cohort tree has a cycle"
         self.tracks: dict[str, _Track] = {}
+        self.ping_pong = False  # the simulation stopped because a state after evictions came back
         # workload -> its flavor scan's progress, while one is under way (kept for ``signature``)
         self.scanning: dict[str, tuple[tuple[int, int], ...]] = {}
         self.cycle = 0
@@ -303,7 +305,9 @@ class Scheduler:
                     f"cycle {self.cycle}: preempted {t.victim.workload.name} ({t.reason}) for {entry.workload.name}"
                 )
             entry.result = "preempting"
-            track.reason = f"waiting for {len(entry.targets)} preempted workload(s) to release quota"
+            victims = ", ".join(sorted(t.victim.workload.name for t in entry.targets))
+            track.reason = f"waiting for {len(entry.targets)} preempted workload(s) to release quota ({victims})"
+            track.preempting = True
             return True
         adm = Admitted(entry.workload, entry.cq, dict(entry.assignment.flavors), usage, self._next_order())
         self.admitted.add(adm)
@@ -315,6 +319,7 @@ class Scheduler:
         if queue.sticky == entry.workload.name:
             queue.sticky = None
         entry.result = "admitted"
+        track.preempting = False
         track.reason = f"admitted in cycle {self.cycle}" + (
             f", borrowing quota{lenders}" if track.borrowing else ", within its nominal quota"
         )
@@ -411,6 +416,9 @@ class Scheduler:
                 )
                 continue
             reason = track.reason or self._untried_reason(track)
+            if track.preempting and self.ping_pong:
+                reason += ("; they are admitted again ahead of it in the next cycle (Kueue takes the workloads "
+                           "that borrow less first), so it preempts them again, over and over, and never runs")
             if track.evicted:
                 reason = f"preempted {'; then '.join(track.preemptions)}; not re-admitted: {reason}"
             out[name] = Outcome(
@@ -488,7 +496,7 @@ def simulate(
                         f"stopped in cycle {sched.cycle}: eviction ping-pong, the state after cycle "
                         f"{after_evictions[state]} came back (last evicted: {', '.join(sched.last_evicted)})"
                     )
-                    stopped = True
+                    stopped = sched.ping_pong = True
                     break
                 after_evictions[state] = sched.cycle
             if changed:
