@@ -305,8 +305,8 @@ class Scheduler:
                     f"cycle {self.cycle}: preempted {t.victim.workload.name} ({t.reason}) for {entry.workload.name}"
                 )
             entry.result = "preempting"
-            victims = ", ".join(sorted(t.victim.workload.name for t in entry.targets))
-            track.reason = f"waiting for {len(entry.targets)} preempted workload(s) to release quota ({victims})"
+            names = ", ".join(sorted(t.victim.workload.name for t in entry.targets))
+            track.reason = f"waiting for {len(entry.targets)} preempted workload(s) to release quota ({names})"
             track.preempting = True
             return True
         adm = Admitted(entry.workload, entry.cq, dict(entry.assignment.flavors), usage, self._next_order())
