@@ -165,6 +165,8 @@ class _Tier:
     value: Callable[[_Values], int]              # exact value from decision values
     trivial_bound: int                           # bound with no search at all
     setup: Callable[[], None] | None = None      # adds the tier's own variables, when it is reached
+    floor: float | None = None                   # admissions below this priority do not matter yet
+    vfloor: float | None = None                  # victims below this priority are not minimized yet
     active: bool | None = None                   # has something to optimize (default: terms given)
 
     def __post_init__(self) -> None:
@@ -269,7 +271,7 @@ def _cap_rule(model: cp_model.CpModel, built: _Built, used: Terms, kept_const: i
     span, room = kept_const - kept_min, bound - kept_min
     g = math.gcd(span, room)
     span, room = span // g, room // g
-    used_max = sum(int(var.proto.domain[-1]) * c for var, c in used)
+    used_max = sum(int(var.proto.domain[len(var.proto.domain) - 1]) * c for var, c in used)  # no [-1] on this field
     if used_max * span < _SAFE and room * (kept_const - kept_min) < _SAFE:
         model.add(used_expr * span <= freed * room)
 
@@ -417,6 +419,7 @@ def _priority_tiers(b: _Built, layout: _Layout) -> None:
     b.tiers.append(_count_tier("in-share |Z|", True, [(b.z[k], 1) for k in zkeys],
                                lambda vals: sum(vals.z[k] for k in zkeys),
                                sum(len(b.classes[ci].members) for ci, _ in zkeys)))
+    b.tiers[-1].floor = b.tiers[-1].vfloor = math.inf
     prios = layout.prios
     bounds: list[int | None] = [None, *prios, None]            # None = +inf at 0, -inf at m+1
     for j in range(len(prios) + 1):
@@ -426,12 +429,14 @@ def _priority_tiers(b: _Built, layout: _Layout) -> None:
             b.tiers.append(_count_tier(f"admitted at priority {prios[j - 1]}", True, [(b.n[k], 1) for k in keys],
                                        _sum_n(keys),
                                        sum(len(b.classes[ci].members) for ci, _ in keys)))
+            b.tiers[-1].floor = b.tiers[-1].vfloor = prios[j - 1]
         hi, lo = bounds[j], bounds[j + 1]
         for v in layout.vprios:
             if (hi is None or v < hi) and (lo is None or v >= lo):
                 vkeys = [gi for gi, vc in enumerate(b.victims) if vc.policy.priority == v]
                 b.tiers.append(_count_tier(f"preempted at priority {v}", False, [(b.v[g], 1) for g in vkeys],
                                            _sum_v(vkeys), 0))
+                b.tiers[-1].floor, b.tiers[-1].vfloor = (math.inf if j == 0 else prios[j - 1]), v
 
 
 def _fifo_tier(b: _Built) -> _Tier:
@@ -488,6 +493,38 @@ def _decisions(b: _Built, value: Callable[[cp_model.IntVar], int]) -> _Values:
     n = {k: value(x) for k, x in b.n.items()}
     return _Values(n=n, z={k: value(x) for k, x in b.z.items()}, v={k: value(x) for k, x in b.v.items()},
                    t={ci: sum(n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)})
+
+
+def _restricted(b: _Built, floor: float, vfloor: float,
+                assignment: dict[int, int]) -> tuple[cp_model.CpModel, dict[int, int]]:
+    """The tier's model with admissions through policies of priority below ``floor``
+    limited to the in-share set, every victim of priority below ``vfloor``
+    preempted, and the hint moved there.
+
+    Exact: no tier solved so far or now counts such an admission except through
+    Z, nor such a victim; dropping an admission or preempting a victim only frees
+    room (every rule is monotone in both), so some optimum of this tier is in the
+    restricted model. The plain model is kept for the tiers that count them."""
+    model = b.model.clone()
+    hint = dict(assignment)
+    for gi, var in b.v.items():
+        if b.victims[gi].policy.priority < vfloor:
+            model.add(model.get_int_var_from_proto_index(var.index) == len(b.victims[gi].members))
+            hint[var.index] = len(b.victims[gi].members)
+    for (ci, pi), var in b.n.items():
+        if b.classes[ci].policies[pi].priority < floor:
+            z = b.z.get((ci, pi))
+            if z is None:
+                model.add(model.get_int_var_from_proto_index(var.index) == 0)
+                hint[var.index] = 0
+            else:
+                model.add(model.get_int_var_from_proto_index(var.index)
+                          == model.get_int_var_from_proto_index(z.index))
+                hint[var.index] = hint[z.index]
+    model.clear_hints()
+    for var in b.all_vars:
+        model.add_hint(model.get_int_var_from_proto_index(var.index), hint[var.index])
+    return model, hint
 
 
 def _hint(b: _Built, assignment: dict[int, int]) -> None:
@@ -562,9 +599,13 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
         if tier.terms and left > 0:
             b.model.clear_objective()
             (b.model.maximize if tier.maximize else b.model.minimize)(expr)
-            _hint(b, assignment)
+            model = b.model
+            if tier.floor is not None:
+                model, assignment = _restricted(b, tier.floor, tier.vfloor or -math.inf, assignment)
+            else:
+                _hint(b, assignment)
             solver = _solver(left, presolve=i <= b.count_tiers)
-            status = solver.solve(b.model)
+            status = solver.solve(model)
             budget.spent += solver.deterministic_time
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
