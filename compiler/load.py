@@ -431,10 +431,13 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
 
 class _Positions:
     """The positions of a file's documents, worked out again from its text on demand:
-    the same composer and builder as the first load, so the same spans. Only the
-    file asked last keeps its tables (diagnostics come file by file)."""
+    the same composer and builder as the first load, so the same spans. The files
+    asked last keep their tables, up to MAX_CACHED_SPANS spans in all (about 60 MB):
+    a plan with thousands of warnings composes each file once, and a run that
+    reports on every one of 20,000 documents still does not hold all of them."""
 
-    last: _Positions | None = None
+    cached: dict[_Positions, int] = {}          # insertion order = least recently computed first
+    cached_spans = 0
 
     def __init__(self, file: str, text: str):
         self.file, self.text = file, text
@@ -442,23 +445,35 @@ class _Positions:
 
     def of(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]]:
         if self.found is None:
-            if _Positions.last is not None:
-                _Positions.last.found = None
-            _Positions.last = self
-            self.found = {}
-            try:
-                for i, node in enumerate(_yaml.compose_all(self.text)):
-                    if node is None or not _node_is_ours(node):
-                        continue
-                    builder = _Builder()
-                    try:
-                        builder.build(node, (), 0)
-                    except _Reject:
-                        continue
-                    self.found[i] = (builder.values[()], builder.keys, builder.values)
-            except (YAMLError, RecursionError, ValueError):
-                pass     # after the documents loaded: the first load reported it
+            self.found = self._compose()
+            spans = sum(len(keys) + len(values) for _, keys, values in self.found.values())
+            cls = _Positions
+            cls.cached[self] = spans
+            cls.cached_spans += spans
+            while cls.cached_spans > MAX_CACHED_SPANS and len(cls.cached) > 1:
+                oldest = next(iter(cls.cached))
+                cls.cached_spans -= cls.cached.pop(oldest)
+                oldest.found = None
         return self.found[index]
+
+    def _compose(self) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]]:
+        found = {}
+        try:
+            for i, node in enumerate(_yaml.compose_all(self.text)):
+                if node is None or not _node_is_ours(node):
+                    continue
+                builder = _Builder()
+                try:
+                    builder.build(node, (), 0)
+                except _Reject:
+                    continue
+                found[i] = (builder.values[()], builder.keys, builder.values)
+        except (YAMLError, RecursionError, ValueError):
+            pass     # after the documents loaded: the first load reported it
+        return found
+
+
+MAX_CACHED_SPANS = 250_000
 
 
 def load_text(file: str, text: str, max_documents: int | None = None,
