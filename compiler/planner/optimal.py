@@ -17,6 +17,9 @@ Why it is shaped this way:
 * Two redundant, exact strengthenings keep the proofs short at scale: the convex
   hull of each "admits nothing or fits" disjunction (see `_cap_rule`), and a
   dominance cut among one policy's victims (see `_victim_dominance`).
+* Each count tier is solved on a restricted copy of the model: admissions below
+  the tier's priority only in Z, victims below it all preempted (see
+  `_restricted`). Exact, and it removes choices that cannot matter yet.
 * Independent parts (`decompose.py`): pools that no request class can choose
   between are planned as separate models, one after the other, each with the
   global tier list; tier values add up. Exact, and smaller models prove faster.
