@@ -13,6 +13,7 @@ import difflib
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,7 +176,9 @@ _FLOATS = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", 
 def _scalar(node: ScalarNode) -> Any:
     tag, text = str(node.ctag), node.value
     if tag == _TAG + "str" or tag == _TAG + "timestamp":
-        return text  # timestamps stay strings; the models parse RFC 3339 themselves
+        # timestamps stay strings; the models parse RFC 3339 themselves. Short texts
+        # (names, flavors, units) repeat across thousands of documents: one copy each.
+        return sys.intern(text) if len(text) <= 64 else text
     if tag == _TAG + "int":
         digits = text.replace("_", "")
         if len(digits) > 40:  # far above 10^12, and int() refuses > 4300 digits
@@ -254,7 +257,7 @@ class _Builder:
                 explicit.append((key_node, value_node))
         seen: dict[str, Span] = {}
         for key_node, value_node in explicit:  # "<<: *defaults": explicit keys win over merged ones
-            key = key_node.value
+            key = sys.intern(key_node.value)   # the same few keys in every document
             if key in seen:
                 raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key][0]}); "
                               "YAML keeps only one of them, so remove the other", key_node)
