@@ -603,8 +603,8 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
             b.model.clear_objective()
             (b.model.maximize if tier.maximize else b.model.minimize)(expr)
             model = b.model
-            if tier.floor is not None:
-                model, assignment = _restricted(b, tier.floor, tier.vfloor or -math.inf, assignment)
+            if tier.floor is not None and tier.vfloor is not None:
+                model, assignment = _restricted(b, tier.floor, tier.vfloor, assignment)
             else:
                 _hint(b, assignment)
             solver = _solver(left, presolve=i <= b.count_tiers)
