@@ -72,7 +72,9 @@ timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
 timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
-timed(P, "_what_changes", "changes")   # rendering the targets and replaying them on the Kueue simulator
+timed(P, "_what_changes", "changes")   # rendering the target files and diffing them
+import compiler.runtime as RT
+timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
 timed(DP, "to_json", "json")   # the CLI imports it at call time
 original = P.load_strategy
 def load_strategy(name, progress=None):
@@ -94,8 +96,8 @@ from compiler.cli import main
 sys.argv = ["poolc", *sys.argv[1:]]
 main()
 """
-STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", "digest", "state", "changes",
-          "json")
+STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", "digest", "state", "runtime",
+          "changes", "json")
 
 
 def _amounts(demand: dict[str, int]) -> dict[str, object]:
@@ -242,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\nstages (s, inside the child): import = start-up and imports; load = YAML; schema = documents "
           "to models; checks = semantic checks and step requests; problem = Problem from the config; "
           "solve = the strategy; assemble = plan and explanations; digest = inputs digest; "
-          "state = next state; changes = the target files and their runtime check (the Kueue replay); "
+          "state = next state; runtime = the runtime check (the plan replayed on the Kueue simulator); "
+          "changes = rendering the target files and their diff; "
           "json = serialising; first line wall, second line CPU seconds per stage. "
           "wall/cpu/MB = the whole child process "
           "(MB = peak resident). x1k = wall / wall of the first size, same seed.")
