@@ -20,6 +20,8 @@ Why it is shaped this way:
 * Each count tier is solved on a restricted copy of the model: admissions below
   the tier's priority only in Z, victims below it all preempted (see
   `_restricted`). Exact, and it removes choices that cannot matter yet.
+* The start-rank tier is solved with the preference tier folded in (weighted,
+  exactly lexicographic; see `_fold_weight`): one proof for both.
 * Independent parts (`decompose.py`): pools that no request class can choose
   between are planned as separate models, one after the other, each with the
   global tier list; tier values add up. Exact, and smaller models prove faster.
@@ -170,6 +172,7 @@ class _Tier:
     setup: Callable[[], None] | None = None      # adds the tier's own variables, when it is reached
     floor: float | None = None                   # admissions below this priority do not matter yet
     vfloor: float | None = None                  # victims below this priority are not minimized yet
+    fold_next: bool = False                      # solve with the next tier folded into the objective
     active: bool | None = None                   # has something to optimize (default: terms given)
 
     def __post_init__(self) -> None:
@@ -472,7 +475,7 @@ def _late_tier(b: _Built) -> _Tier:
         tier.terms = [(b.late[gi], 1) for gi in sorted(b.late)]
         b.all_vars.extend(f for f, _ in tier.terms)
 
-    tier.setup, tier.active = setup, bool(b.victims)
+    tier.setup, tier.active, tier.fold_next = setup, bool(b.victims), True
     return tier
 
 
@@ -589,6 +592,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
     vals = _decisions(b, _lookup(assignment))
     bounds: list[int] = []
+    solved_with: set[int] = set()                 # tiers proven optimal inside the tier before
     for i, tier in enumerate(b.tiers, 1):
         if tier.setup is not None:
             tier.setup()
@@ -599,9 +603,13 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
         left = budget.share()
         if tier.active:
             budget.tiers_left -= 1
-        if tier.terms and left > 0:
+        weight = _fold_weight(tier, b.tiers[i] if i < len(b.tiers) else None)
+        if i in solved_with:
+            bound = tier.value(vals)
+        elif tier.terms and left > 0:
             b.model.clear_objective()
-            (b.model.maximize if tier.maximize else b.model.minimize)(expr)
+            objective = expr * weight + _linear(b.tiers[i].terms) if weight else expr
+            (b.model.maximize if tier.maximize else b.model.minimize)(objective)
             model = b.model
             if tier.floor is not None and tier.vfloor is not None:
                 model, assignment = _restricted(b, tier.floor, tier.vfloor, assignment)
@@ -614,6 +622,10 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 assignment = _exact_assignment(b, solver.value)
                 vals = _decisions(b, _lookup(assignment))
                 found = round(solver.best_objective_bound)      # integral: integer objective
+                if weight:       # next tier >= 0: own value <= found // weight
+                    found = found // weight
+                    if status == cp_model.OPTIMAL:
+                        solved_with.add(i + 1)
                 bound = (min if tier.maximize else max)(bound, found)
             elif status != cp_model.UNKNOWN:
                 raise RuntimeError(f"CP-SAT returned {solver.status_name(status)} on tier '{tier.name}'")
@@ -628,6 +640,18 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
+
+
+def _fold_weight(tier: _Tier, after: _Tier | None) -> int:
+    """The weight that makes ``tier * weight + after`` lexicographic (``after`` lies in
+    [0, its trivial bound]), or 0 when the tier is not folded or the weighted
+    objective would leave exact double arithmetic (2**50)."""
+    if not tier.fold_next or after is None or not tier.terms or not after.terms:
+        return 0
+    if not (tier.maximize and after.maximize):
+        return 0
+    weight = after.trivial_bound + 1
+    return weight if weight * (tier.trivial_bound + 1) < 2**50 else 0
 
 
 def _layout(problem: Problem, classes: list[_Class], victims: list[_VictimClass]) -> _Layout:
