@@ -78,6 +78,7 @@ from ..domain.problem import PolicyRule, Pool, Problem, Request, Running
 from .decompose import pool_groups
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
+FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
@@ -615,9 +616,18 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 model, assignment = _restricted(b, tier.floor, tier.vfloor, assignment)
             else:
                 _hint(b, assignment)
-            solver = _solver(left, presolve=i <= b.count_tiers)
+            fifo = i == b.count_tiers + 1
+            solver = _solver(min(left, FIFO_QUICK) if fifo else left, presolve=i <= b.count_tiers)
             status = solver.solve(model)
             budget.spent += solver.deterministic_time
+            if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
+                # not proven quickly: once more with presolve (same hint: measured faster
+                # than hinting what the first attempt found)
+                again = _solver(left - solver.deterministic_time, presolve=True)
+                found_again = again.solve(model)
+                budget.spent += again.deterministic_time
+                if found_again != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
+                    solver, status = again, found_again
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
                 vals = _decisions(b, _lookup(assignment))
