@@ -58,7 +58,7 @@ def timed(module, name, label):
             cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
     setattr(module, name, wrapper)
 import compiler.plan as P
-import compiler.planner.plan as PP
+import compiler.domain.plan as DP
 import compiler.load as L
 import compiler.config as C
 import compiler.checks as K
@@ -70,8 +70,12 @@ timed(sys.modules["compiler.validate"], "run_checks", "checks")
 timed(P, "problem_from_config", "problem")
 timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
+timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
-timed(PP, "to_json", "json")
+timed(P, "_what_changes", "changes")   # rendering the target files and diffing them
+import compiler.runtime as RT
+timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
+timed(DP, "to_json", "json")   # the CLI imports it at call time
 original = P.load_strategy
 def load_strategy(name, progress=None):
     solve = original(name, progress)
@@ -92,7 +96,8 @@ from compiler.cli import main
 sys.argv = ["poolc", *sys.argv[1:]]
 main()
 """
-STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", "digest", "state", "json")
+STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", "digest", "state", "runtime",
+          "changes", "json")
 
 
 def _amounts(demand: dict[str, int]) -> dict[str, object]:
@@ -239,7 +244,9 @@ def main(argv: list[str] | None = None) -> None:
     print("\nstages (s, inside the child): import = start-up and imports; load = YAML; schema = documents "
           "to models; checks = semantic checks and step requests; problem = Problem from the config; "
           "solve = the strategy; assemble = plan and explanations; digest = inputs digest; "
-          "state = next state; json = serialising; first line wall, second line CPU seconds per stage. "
+          "state = next state; runtime = the runtime check (the plan replayed on the Kueue simulator); "
+          "changes = rendering the target files and their diff; "
+          "json = serialising; first line wall, second line CPU seconds per stage. "
           "wall/cpu/MB = the whole child process "
           "(MB = peak resident). x1k = wall / wall of the first size, same seed.")
 

@@ -13,6 +13,7 @@ import difflib
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,31 +37,69 @@ Span = tuple[int, int, int, int]
 Path_ = tuple[str | int, ...]
 
 
-@dataclass
 class Document:
-    """One YAML document of one file: its data and where each part of it stands."""
+    """One YAML document of one file: its data and where each part of it stands.
 
-    file: str
-    index: int
-    data: Any
-    start: Span
-    keys: dict[Path_, Span] = field(default_factory=dict)
-    values: dict[Path_, Span] = field(default_factory=dict)
+    Positions cost far more memory than the data (a path and a span per node,
+    about 30 kB for a 20-step pipeline), and a valid document never needs them.
+    So a document loaded from YAML keeps only a handle on its file's text and
+    works its positions out again, for every document of that file at once, the
+    first time a diagnostic asks for one (``start``, ``keys``, ``values``, ``span``)."""
+
+    __slots__ = ("file", "index", "data", "_start", "_keys", "_values", "_lazy")
+
+    def __init__(self, file: str, index: int, data: Any, start: Span | None = None,
+                 keys: dict[Path_, Span] | None = None, values: dict[Path_, Span] | None = None,
+                 lazy: _Positions | None = None) -> None:
+        self.file, self.index, self.data = file, index, data
+        self._lazy = lazy
+        if lazy is None:
+            self._start = start if start is not None else (1, 1, 1, 1)
+            self._keys: dict[Path_, Span] | None = {} if keys is None else keys
+            self._values: dict[Path_, Span] | None = {} if values is None else values
+        else:
+            self._start, self._keys, self._values = start or (1, 1, 1, 1), None, None
+
+    def _positions(self) -> tuple[dict[Path_, Span], dict[Path_, Span]]:
+        if self._keys is not None and self._values is not None:
+            return self._keys, self._values
+        assert self._lazy is not None
+        # not kept: a run that reports on every document would hold them all again
+        self._start, keys, values = self._lazy.of(self.index)
+        return keys, values
+
+    @property
+    def start(self) -> Span:
+        self._positions()
+        return self._start
+
+    @start.setter
+    def start(self, span: Span) -> None:
+        self._start = span
+
+    @property
+    def keys(self) -> dict[Path_, Span]:
+        return self._positions()[0]
+
+    @property
+    def values(self) -> dict[Path_, Span]:
+        return self._positions()[1]
 
     def span(self, path: Iterable[str | int], *, key: bool = False) -> Span:
         """Where the node at ``path`` stands; the key when ``key`` (falling back to
         the value), and the nearest existing ancestor for a path that is not there
         (a missing field is reported at its parent)."""
         path = tuple(path)
+        keys, values = self._positions()
         while True:
-            if key and path in self.keys:
-                return self.keys[path]
-            if path in self.values:
-                return self.values[path]
-            if path in self.keys:
-                return self.keys[path]
+            if key and path in keys:
+                return keys[path]
+            if path in values:
+                return values[path]
+            if path in keys:
+                return keys[path]
             if not path:
-                return self.start
+                return self._start
             path = path[:-1]
             key = True  # an absent child is reported at its parent's key
 
@@ -137,7 +176,9 @@ _FLOATS = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", 
 def _scalar(node: ScalarNode) -> Any:
     tag, text = str(node.ctag), node.value
     if tag == _TAG + "str" or tag == _TAG + "timestamp":
-        return text  # timestamps stay strings; the models parse RFC 3339 themselves
+        # timestamps stay strings; the models parse RFC 3339 themselves. Short texts
+        # (names, flavors, units) repeat across thousands of documents: one copy each.
+        return sys.intern(text) if len(text) <= 64 else text
     if tag == _TAG + "int":
         digits = text.replace("_", "")
         if len(digits) > 40:  # far above 10^12, and int() refuses > 4300 digits
@@ -158,10 +199,13 @@ def _scalar(node: ScalarNode) -> Any:
 
 
 class _Builder:
-    """Turns one composed document into data, recording positions as it goes."""
+    """Turns one composed document into data, recording positions as it goes when
+    ``record`` (a first load checks the guards and builds the data only)."""
 
-    def __init__(self, doc: Document):
-        self.doc = doc
+    def __init__(self, record: bool = True):
+        self.record = record
+        self.keys: dict[Path_, Span] = {}
+        self.values: dict[Path_, Span] = {}
         self.expanded = 0
         self.active: set[int] = set()
 
@@ -172,7 +216,8 @@ class _Builder:
                           "(an alias bomb?); write the data out instead of nesting aliases", node)
         if depth > MAX_DEPTH:
             raise _Reject(d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", node)
-        self.doc.values[path] = _span(node)
+        if self.record:
+            self.values[path] = _span(node)
         if isinstance(node, ScalarNode):
             return _scalar(node)
         if id(node) in self.active:
@@ -191,10 +236,10 @@ class _Builder:
                 last = path + (node.value[-1][0].value,) if node.value else None
             else:
                 raise _Reject(d.Y002, "unsupported YAML node", node)
-            if last in self.doc.values and node.end_mark.column == 0:
+            if self.record and last in self.values and node.end_mark.column == 0:
                 # a block collection "ends" at column 0 of the next line: end it where its last value ends
-                start = self.doc.values[path]
-                self.doc.values[path] = start[:2] + self.doc.values[last][2:]
+                start = self.values[path]
+                self.values[path] = start[:2] + self.values[last][2:]
             return data
         finally:
             self.active.discard(id(node))
@@ -212,24 +257,27 @@ class _Builder:
                 explicit.append((key_node, value_node))
         seen: dict[str, Span] = {}
         for key_node, value_node in explicit:  # "<<: *defaults": explicit keys win over merged ones
-            key = key_node.value
+            key = sys.intern(key_node.value)   # the same few keys in every document
             if key in seen:
                 raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key][0]}); "
                               "YAML keeps only one of them, so remove the other", key_node)
-            seen[key] = self.doc.keys[path + (key,)] = _span(key_node)
+            seen[key] = _span(key_node)
+            if self.record:
+                self.keys[path + (key,)] = seen[key]
             result[key] = self.build(value_node, path + (key,), depth + 1)
         return result
 
     def _merge(self, merge: Any, path: Path_, depth: int, result: dict) -> None:
         sources = merge.value if isinstance(merge, SequenceNode) else [merge]
-        own_span = self.doc.values[path]
+        own_span = self.values.get(path)
         for source in sources:
             merged = self.build(source, path, depth + 1)  # a chain of merges must not recurse unbounded
             if not isinstance(merged, dict):
                 raise _Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
             for key, value in merged.items():
                 result.setdefault(key, value)
-        self.doc.values[path] = own_span
+        if own_span is not None:
+            self.values[path] = own_span
 
 
 def _error_at(file: str, rule: d.Rule, message: str, line: int = 1, col: int = 1) -> Diagnostic:
@@ -384,6 +432,53 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     return None
 
 
+class _Positions:
+    """The positions of a file's documents, worked out again from its text on demand:
+    the same composer and builder as the first load, so the same spans. The files
+    asked last keep their tables, up to MAX_CACHED_SPANS spans in all (about 60 MB):
+    a plan with thousands of warnings composes each file once, and a run that
+    reports on every one of 20,000 documents still does not hold all of them."""
+
+    cached: dict[_Positions, int] = {}          # insertion order = least recently computed first
+    cached_spans = 0
+
+    def __init__(self, file: str, text: str):
+        self.file, self.text = file, text
+        self.found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None = None
+
+    def of(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]]:
+        if self.found is None:
+            self.found = self._compose()
+            spans = sum(len(keys) + len(values) for _, keys, values in self.found.values())
+            cls = _Positions
+            cls.cached[self] = spans
+            cls.cached_spans += spans
+            while cls.cached_spans > MAX_CACHED_SPANS and len(cls.cached) > 1:
+                oldest = next(iter(cls.cached))
+                cls.cached_spans -= cls.cached.pop(oldest)
+                oldest.found = None
+        return self.found[index]
+
+    def _compose(self) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]]:
+        found = {}
+        try:
+            for i, node in enumerate(_yaml.compose_all(self.text)):
+                if node is None or not _node_is_ours(node):
+                    continue
+                builder = _Builder()
+                try:
+                    builder.build(node, (), 0)
+                except _Reject:
+                    continue
+                found[i] = (builder.values[()], builder.keys, builder.values)
+        except (YAMLError, RecursionError, ValueError):
+            pass     # after the documents loaded: the first load reported it
+        return found
+
+
+MAX_CACHED_SPANS = 250_000
+
+
 def load_text(file: str, text: str, max_documents: int | None = None,
               counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
@@ -392,6 +487,7 @@ def load_text(file: str, text: str, max_documents: int | None = None,
     that is not valid YAML is reported only if it declares ``apiVersion: poolc/``."""
     documents: list[Document] = []
     problems: list[Diagnostic] = []
+    lazy: _Positions | None = None
     if not _mentions_poolc(text):
         _tally(counts, "foreign", _foreign_count(text))
         return documents, problems
@@ -421,10 +517,10 @@ def load_text(file: str, text: str, max_documents: int | None = None,
                 _tally(counts, "foreign")
                 continue
             _tally(counts, "documents")
-            doc = Document(file, index, None, _span(node))
+            if lazy is None:
+                lazy = _Positions(file, text)
             try:
-                doc.data = _Builder(doc).build(node, (), 0)
-                doc.start = doc.values[()]
+                doc = Document(file, index, _Builder(record=False).build(node, (), 0), _span(node), lazy=lazy)
             except _Reject as reject:
                 line, col, end_line, end_col = _span(reject.node)
                 problems.append(Diagnostic(file, line, col, end_line, end_col, reject.rule.id,

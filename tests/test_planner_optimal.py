@@ -204,6 +204,49 @@ def test_independent_parts_agree_with_the_single_model(block: int) -> None:
         assert bruteforce.vector(p, split.admitted, set(split.preempted)) == split.objective, f"seed {seed}"
 
 
+def random_crowded_problem(seed: int) -> Problem:
+    """Past brute-force size: two or three pools kept busy by borrowers of several
+    priorities (negative ones too), a few dozen requests of a few shapes."""
+    rng = random.Random(seed)
+    pools = [Pool(f"p{i}", {"gpu": rng.randint(4, 8), "mcpu": rng.randint(6, 12)}) for i in range(rng.randint(2, 3))]
+    policies = []
+    for s in "abcd":
+        for pool in rng.sample(pools, rng.randint(1, len(pools))):
+            policies.append(policy(f"{s}-{pool.name}", s, pool.name, rng.choice([-5, 0, 5, 10]),
+                                   {"gpu": rng.randint(0, 2), "mcpu": rng.randint(0, 3)}, capacity=pool.capacity))
+    subjects = sorted({q.subject for q in policies})
+    running = [run(f"r{i}", rng.choice(subjects), rng.choice(pools).name, started=rng.randint(0, 20),
+                   preemptible=rng.random() < 0.85, gpu=rng.randint(1, 2), mcpu=rng.randint(1, 3))
+               for i in range(rng.randint(3, 10))]
+    shapes = [{"gpu": rng.randint(0, 2), "mcpu": rng.randint(1, 3)} for _ in range(4)]
+    requests = [req(f"pipe/s{i:02d}", rng.choice(subjects), i, rng.random() < 0.8, **rng.choice(shapes))
+                for i in range(rng.randint(10, 40))]
+    return problem(pools, policies, requests, running)
+
+
+@pytest.mark.parametrize("block", range(2))
+def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each count tier is solved on a copy without the admissions and victims it
+    cannot count yet (optimal._restricted); solving every tier on the model itself
+    gives the same tier values."""
+    from compiler.planner import optimal
+
+    restricted = [solve(random_crowded_problem(seed)) for seed in range(block * 25, block * 25 + 25)]
+
+    def plain(b, floor, vfloor, assignment):  # type: ignore[no-untyped-def]
+        optimal._hint(b, assignment)
+        return b.model, assignment
+
+    monkeypatch.setattr(optimal, "_restricted", plain)
+    for seed, sol in zip(range(block * 25, block * 25 + 25), restricted, strict=True):
+        p = random_crowded_problem(seed)
+        whole = solve(p)
+        assert sol.status == whole.status == "OPTIMAL", f"seed {seed}"
+        assert sol.objective == whole.objective, f"seed {seed}"
+        assert bruteforce.violations(p, sol.admitted, set(sol.preempted)) == [], f"seed {seed}"
+        assert bruteforce.vector(p, sol.admitted, set(sol.preempted)) == sol.objective, f"seed {seed}"
+
+
 def test_independent_parts_match_bruteforce() -> None:
     for seed in range(40):
         p = random_split_problem(seed)

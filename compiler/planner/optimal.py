@@ -17,6 +17,11 @@ Why it is shaped this way:
 * Two redundant, exact strengthenings keep the proofs short at scale: the convex
   hull of each "admits nothing or fits" disjunction (see `_cap_rule`), and a
   dominance cut among one policy's victims (see `_victim_dominance`).
+* Each count tier is solved on a restricted copy of the model: admissions below
+  the tier's priority only in Z, victims below it all preempted (see
+  `_restricted`). Exact, and it removes choices that cannot matter yet.
+* The start-rank tier is solved with the preference tier folded in (weighted,
+  exactly lexicographic; see `_fold_weight`): one proof for both.
 * Independent parts (`decompose.py`): pools that no request class can choose
   between are planned as separate models, one after the other, each with the
   global tier list; tier values add up. Exact, and smaller models prove faster.
@@ -73,6 +78,7 @@ from ..domain.problem import PolicyRule, Pool, Problem, Request, Running
 from .decompose import pool_groups
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
+FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
@@ -165,6 +171,9 @@ class _Tier:
     value: Callable[[_Values], int]              # exact value from decision values
     trivial_bound: int                           # bound with no search at all
     setup: Callable[[], None] | None = None      # adds the tier's own variables, when it is reached
+    floor: float | None = None                   # admissions below this priority do not matter yet
+    vfloor: float | None = None                  # victims below this priority are not minimized yet
+    fold_next: bool = False                      # solve with the next tier folded into the objective
     active: bool | None = None                   # has something to optimize (default: terms given)
 
     def __post_init__(self) -> None:
@@ -269,7 +278,7 @@ def _cap_rule(model: cp_model.CpModel, built: _Built, used: Terms, kept_const: i
     span, room = kept_const - kept_min, bound - kept_min
     g = math.gcd(span, room)
     span, room = span // g, room // g
-    used_max = sum(int(var.proto.domain[-1]) * c for var, c in used)
+    used_max = sum(int(var.proto.domain[len(var.proto.domain) - 1]) * c for var, c in used)  # no [-1] on this field
     if used_max * span < _SAFE and room * (kept_const - kept_min) < _SAFE:
         model.add(used_expr * span <= freed * room)
 
@@ -420,6 +429,7 @@ def _priority_tiers(b: _Built, layout: _Layout) -> None:
     b.tiers.append(_count_tier("in-share |Z|", True, [(b.z[k], 1) for k in zkeys],
                                lambda vals: sum(vals.z[k] for k in zkeys),
                                sum(len(b.classes[ci].members) for ci, _ in zkeys)))
+    b.tiers[-1].floor = b.tiers[-1].vfloor = math.inf
     prios = layout.prios
     bounds: list[int | None] = [None, *prios, None]            # None = +inf at 0, -inf at m+1
     for j in range(len(prios) + 1):
@@ -429,12 +439,14 @@ def _priority_tiers(b: _Built, layout: _Layout) -> None:
             b.tiers.append(_count_tier(f"admitted at priority {prios[j - 1]}", True, [(b.n[k], 1) for k in keys],
                                        _sum_n(keys),
                                        sum(len(b.classes[ci].members) for ci, _ in keys)))
+            b.tiers[-1].floor = b.tiers[-1].vfloor = prios[j - 1]
         hi, lo = bounds[j], bounds[j + 1]
         for v in layout.vprios:
             if (hi is None or v < hi) and (lo is None or v >= lo):
                 vkeys = [gi for gi, vc in enumerate(b.victims) if vc.policy.priority == v]
                 b.tiers.append(_count_tier(f"preempted at priority {v}", False, [(b.v[g], 1) for g in vkeys],
                                            _sum_v(vkeys), 0))
+                b.tiers[-1].floor, b.tiers[-1].vfloor = (math.inf if j == 0 else prios[j - 1]), v
 
 
 def _fifo_tier(b: _Built) -> _Tier:
@@ -467,7 +479,7 @@ def _late_tier(b: _Built) -> _Tier:
         tier.terms = [(b.late[gi], 1) for gi in sorted(b.late)]
         b.all_vars.extend(f for f, _ in tier.terms)
 
-    tier.setup, tier.active = setup, bool(b.victims)
+    tier.setup, tier.active, tier.fold_next = setup, bool(b.victims), True
     return tier
 
 
@@ -491,6 +503,38 @@ def _decisions(b: _Built, value: Callable[[cp_model.IntVar], int]) -> _Values:
     n = {k: value(x) for k, x in b.n.items()}
     return _Values(n=n, z={k: value(x) for k, x in b.z.items()}, v={k: value(x) for k, x in b.v.items()},
                    t={ci: sum(n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)})
+
+
+def _restricted(b: _Built, floor: float, vfloor: float,
+                assignment: dict[int, int]) -> tuple[cp_model.CpModel, dict[int, int]]:
+    """The tier's model with admissions through policies of priority below ``floor``
+    limited to the in-share set, every victim of priority below ``vfloor``
+    preempted, and the hint moved there.
+
+    Exact: no tier solved so far or now counts such an admission except through
+    Z, nor such a victim; dropping an admission or preempting a victim only frees
+    room (every rule is monotone in both), so some optimum of this tier is in the
+    restricted model. The plain model is kept for the tiers that count them."""
+    model = b.model.clone()
+    hint = dict(assignment)
+    for gi, var in b.v.items():
+        if b.victims[gi].policy.priority < vfloor:
+            model.add(model.get_int_var_from_proto_index(var.index) == len(b.victims[gi].members))
+            hint[var.index] = len(b.victims[gi].members)
+    for (ci, pi), var in b.n.items():
+        if b.classes[ci].policies[pi].priority < floor:
+            z = b.z.get((ci, pi))
+            if z is None:
+                model.add(model.get_int_var_from_proto_index(var.index) == 0)
+                hint[var.index] = 0
+            else:
+                model.add(model.get_int_var_from_proto_index(var.index)
+                          == model.get_int_var_from_proto_index(z.index))
+                hint[var.index] = hint[z.index]
+    model.clear_hints()
+    for var in b.all_vars:
+        model.add_hint(model.get_int_var_from_proto_index(var.index), hint[var.index])
+    return model, hint
 
 
 def _hint(b: _Built, assignment: dict[int, int]) -> None:
@@ -552,6 +596,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
     vals = _decisions(b, _lookup(assignment))
     bounds: list[int] = []
+    solved_with: set[int] = set()                 # tiers proven optimal inside the tier before
     for i, tier in enumerate(b.tiers, 1):
         if tier.setup is not None:
             tier.setup()
@@ -562,17 +607,38 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
         left = budget.share()
         if tier.active:
             budget.tiers_left -= 1
-        if tier.terms and left > 0:
+        weight = _fold_weight(tier, b.tiers[i] if i < len(b.tiers) else None)
+        if i in solved_with:
+            bound = tier.value(vals)
+        elif tier.terms and left > 0:
             b.model.clear_objective()
-            (b.model.maximize if tier.maximize else b.model.minimize)(expr)
-            _hint(b, assignment)
-            solver = _solver(left, presolve=i <= b.count_tiers)
-            status = solver.solve(b.model)
+            objective = expr * weight + _linear(b.tiers[i].terms) if weight else expr
+            (b.model.maximize if tier.maximize else b.model.minimize)(objective)
+            model = b.model
+            if tier.floor is not None and tier.vfloor is not None:
+                model, assignment = _restricted(b, tier.floor, tier.vfloor, assignment)
+            else:
+                _hint(b, assignment)
+            fifo = i == b.count_tiers + 1
+            solver = _solver(min(left, FIFO_QUICK) if fifo else left, presolve=i <= b.count_tiers)
+            status = solver.solve(model)
             budget.spent += solver.deterministic_time
+            if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
+                # not proven quickly: once more with presolve (same hint: measured faster
+                # than hinting what the first attempt found)
+                again = _solver(left - solver.deterministic_time, presolve=True)
+                found_again = again.solve(model)
+                budget.spent += again.deterministic_time
+                if found_again != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
+                    solver, status = again, found_again
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
                 vals = _decisions(b, _lookup(assignment))
                 found = round(solver.best_objective_bound)      # integral: integer objective
+                if weight:       # next tier >= 0: own value <= found // weight
+                    found = found // weight
+                    if status == cp_model.OPTIMAL:
+                        solved_with.add(i + 1)
                 bound = (min if tier.maximize else max)(bound, found)
             elif status != cp_model.UNKNOWN:
                 raise RuntimeError(f"CP-SAT returned {solver.status_name(status)} on tier '{tier.name}'")
@@ -587,6 +653,18 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
+
+
+def _fold_weight(tier: _Tier, after: _Tier | None) -> int:
+    """The weight that makes ``tier * weight + after`` lexicographic (``after`` lies in
+    [0, its trivial bound]), or 0 when the tier is not folded or the weighted
+    objective would leave exact double arithmetic (2**50)."""
+    if not tier.fold_next or after is None or not tier.terms or not after.terms:
+        return 0
+    if not (tier.maximize and after.maximize):
+        return 0
+    weight = after.trivial_bound + 1
+    return weight if weight * (tier.trivial_bound + 1) < 2**50 else 0
 
 
 def _layout(problem: Problem, classes: list[_Class], victims: list[_VictimClass]) -> _Layout:
