@@ -563,8 +563,10 @@ class _Budget:
         self.exhausted = False
 
 
-MAX_TOTAL_BYTES = 16 * 1024 * 1024
-MAX_DOCUMENTS = 20_000
+# A repository of 20,000 pipeline files is about 20-25 MiB of YAML; these leave it
+# room and still stop a run from growing without end.
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
+MAX_DOCUMENTS = 100_000
 
 
 def _read_regular(path: str) -> bytes | Diagnostic:
