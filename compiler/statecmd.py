@@ -25,7 +25,7 @@ from typing import Any
 
 from . import diagnostics as d
 from .diagnostics import Diagnostic
-from .domain.naming import allocation_name, step_label
+from .domain.naming import allocation_name, local_queue_name, step_label
 from .lock import state_lock
 from .model import Allocation, parse_timestamp
 from .state import (
@@ -132,6 +132,7 @@ class Seen:
     started_at: datetime | None
     file: str                     # the report it came from
     where: str                    # for messages: "items[3]"
+    queue: str | None = None      # the LocalQueue a Kueue workload was submitted to
 
 
 def _condition(conditions: list[Any], kind: str) -> dict[str, Any] | None:
@@ -169,8 +170,10 @@ def kueue_workloads(file: str, data: Any) -> tuple[list[Seen], list[Diagnostic]]
         conditions = item.get("status", {}).get("conditions", []) or []
         admitted = _condition(conditions, "Admitted")
         gone = any(_condition(conditions, kind) for kind in ("Finished", "Evicted", "Preempted"))
+        queue = item.get("spec", {}).get("queueName")
         found.append(Seen(f"{pipeline}/{step}", RUNNING if admitted and not gone else GONE,
-                          _time(admitted.get("lastTransitionTime")) if admitted else None, file, where))
+                          _time(admitted.get("lastTransitionTime")) if admitted else None, file, where,
+                          queue if isinstance(queue, str) else None))
     return found, problems
 
 
@@ -264,8 +267,8 @@ def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None =
                                                        if item.started_at else current.spec.started_at})
                 allocations[name] = current.model_copy(update={"spec": spec})
                 change.kept.append(name)
-            elif request.pool and request.policy and request.requester:
-                allocations[name] = new_allocation(step_id, request.requester, request.pool, request.policy,
+            elif request.requester and (placed := _placement(planned, request, item)) is not None:
+                allocations[name] = new_allocation(step_id, request.requester, *placed,
                                                    request.preemptible, request.demand, started_at=item.started_at)
                 change.added.append(name)
         # allocations of steps on a reported target that the cluster no longer runs
@@ -282,6 +285,19 @@ def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None =
         _write(state_path, _raw(state_path) if not planned.state.missing else
                {"format_version": 1, "inputs_digest": None, "files": {}}, allocations.values())
     return change
+
+
+def _placement(planned: Any, request: Any, item: Seen) -> tuple[str, str] | None:
+    """(pool, policy) a step the cluster runs holds: the policy of the Kueue queue it was
+    admitted from (the plan may have queued it, or chosen another pool), else the
+    plan's allocation of it."""
+    if item.queue is not None:
+        for policy in planned.problem.policies:
+            if policy.subject == request.requester and local_queue_name(policy.name, request.preemptible) == item.queue:
+                return policy.pool, policy.name
+    if request.pool and request.policy:
+        return request.pool, request.policy
+    return None
 
 
 def _is_sagemaker(planned: Any, requester: str | None) -> bool:

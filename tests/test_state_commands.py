@@ -129,6 +129,25 @@ def test_finished_and_evicted_jobs_leave_and_running_ones_appear(platform, workl
     assert "llm-finetune--finetune" in after
 
 
+def test_a_step_the_plan_queued_but_the_cluster_runs_appears_through_its_queue(platform, workload_schema):
+    """The plan queues research-sweep/export_trt, yet Kueue reports its Job admitted
+    (say a team's steps finished in between): the import records it, held through the
+    policy of the queue Kueue admitted it from, so the next plan counts its GPUs."""
+    state = apply()
+    assert not any(a["metadata"]["labels"].get("poolc.dev/step") == "research-sweep.export_trt"
+                   for a in state["allocations"])
+    export = next(j for j in jobs() if j["metadata"]["labels"]["poolc.dev/step"] == "export_trt")
+    result = cli("state", "import", "examples", "--kueue",
+                 report([workload(export, "QuotaReserved", "Admitted")], workload_schema))
+    assert result.exit_code == 0, result.output
+    after = json.loads(Path("poolc.state.json").read_text(encoding="utf-8"))
+    held = next(a for a in after["allocations"]
+                if a["metadata"]["labels"].get("poolc.dev/step") == "research-sweep.export_trt")
+    assert held["spec"]["pool"] == export["metadata"]["labels"]["poolc.dev/pool"]
+    assert held["spec"]["started_at"] == STARTED
+    assert export["metadata"]["labels"]["poolc.dev/policy"] in held["metadata"]["description"]
+
+
 def test_a_bad_report_changes_nothing(platform):
     apply()
     before = Path("poolc.state.json").read_bytes()
