@@ -14,6 +14,7 @@ import pytest
 
 from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from compiler.planner.decompose import pool_groups
+from compiler.planner.objective import objective_tiers
 from compiler.planner.optimal import solve
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -162,6 +163,19 @@ def test_matches_bruteforce_on_random_platforms(block: int) -> None:
             check_against_bruteforce(random_problem(seed))
         except AssertionError as exc:
             raise AssertionError(f"seed {seed}: {exc}") from exc
+
+
+def test_the_plan_s_tier_labels_match_the_objective_on_random_platforms() -> None:
+    """The words the plan prints for each objective value (planner.objective) are
+    derived apart from the solver; on 200 random platforms they name the brute
+    force's tiers, one per value the solver returns."""
+    words = {"in-share": "Z", "arrival": "fifo", "start-rank": "start", "preference": "pref"}
+    for seed in range(200):
+        p = random_problem(seed)
+        labels = [words.get(t.kind) or f"{'admit' if t.kind == 'admitted' else 'preempt'}@{t.priority}"
+                  for t in objective_tiers(p)]
+        assert labels == [name for name, _ in bruteforce.layout(p)], seed
+        assert len(labels) == len(solve(p).objective), seed
 
 
 @pytest.mark.parametrize("block", range(4))
