@@ -218,14 +218,9 @@ class Preemptor:
                 kind = _RECLAIM_WHILE_BORROW if below else _RECLAIM_NO_BORROW
             out.append(_Candidate(adm, lca, kind, adm.victim_rank))
 
-    def _in_subtree(self, current: Node, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
-        for child in current.child_cohorts:
-            if child is skip or child.within_nominal(self.frs):
-                continue
-            self._in_subtree(child, root, skip, hier, out)
-        for cq in current.child_cqs:
-            if cq is not self.node and not cq.within_nominal(self.frs):
-                self._from_cq(cq.name, root, hier, out)
+    def _in_subtree(self, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
+        for cq in self._over_quota_cqs(root, skip):
+            self._from_cq(cq.name, root, hier, out)
 
     def candidates(self) -> tuple[list[_Candidate], bool, bool]:
         """All candidates in trial order, and whether none / no hierarchical ones come from other queues."""
@@ -238,7 +233,7 @@ class Preemptor:
             previous: Node | None = None
             advantage, remaining = fits_in_quota(self.node, self.usage)
             for root in self.node.ancestors():
-                self._in_subtree(root, root, previous, advantage, hierarchy if advantage else by_priority)
+                self._in_subtree(root, previous, advantage, hierarchy if advantage else by_priority)
                 fits, remaining = fits_in_quota(root, remaining)
                 advantage = advantage or fits
                 previous = root
@@ -314,7 +309,8 @@ class Preemptor:
         return borrowing, plain
 
     def _over_quota_cqs(self, current: Node, skip: Node | None) -> list[Node]:
-        """The other ClusterQueues under ``current`` whose candidates ``_in_subtree`` would visit."""
+        """The other ClusterQueues under ``current`` that are above their nominal quota, outside
+        ``skip`` and below no cohort within its own: where candidates come from."""
         found: list[Node] = []
         for child in current.child_cohorts:
             if child is not skip and not child.within_nominal(self.frs):

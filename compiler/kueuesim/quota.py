@@ -47,7 +47,6 @@ class Node:
             path.append(node)
             node = node.parent
         self._path = tuple(path)
-        self._height = None
 
     def path(self) -> tuple[Node, ...]:
         if self._path is None:
