@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..domain.borrowing import grant_order, split_reserved
 from ..domain.eligibility import metered_demand
@@ -28,6 +29,17 @@ def format_amounts(amounts: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(amounts.items()))
 
 
+class Member(NamedTuple):
+    """One holder in the final state: a kept allocation or an admitted request."""
+
+    who: str                      # the allocation's name or the request's id
+    policy: PolicyRule | None     # None: its subject has no policy on the pool
+    pool: str
+    holds: Mapping[str, int]
+    preemptible: bool
+    order: tuple                  # its place in its policy's borrowing walk
+
+
 @dataclass
 class FinalState:
     """What runs once the plan is carried out, on each pool's metered keys:
@@ -40,6 +52,7 @@ class FinalState:
     held: dict[str, dict[str, int]] = field(default_factory=dict)            # policy -> key -> units
     held_fixed: dict[str, dict[str, int]] = field(default_factory=dict)      # policy -> non-preemptible units
     policies: dict[str, PolicyRule] = field(default_factory=dict)
+    members: list[Member] = field(default_factory=list)                     # kept, then admitted by arrival
     _demand: dict[str, Mapping[str, int]] | None = field(default=None, repr=False)
     _borrowed: dict[str, dict[str, int]] | None = field(default=None, repr=False)
     _borrowers: dict[str, list[tuple[PolicyRule, Mapping[str, int]]]] | None = field(default=None, repr=False)
@@ -51,13 +64,20 @@ class FinalState:
         state.used = {p.name: {} for p in problem.pools}
         state.held = {q.name: {} for q in problem.policies}
         state.held_fixed = {q.name: {} for q in problem.policies}
-        for alloc in state.kept:
-            state._take(alloc.pool, problem.policy_for(alloc.subject, alloc.pool), alloc.holds, alloc.preemptible)
+        # the borrowing walk's order: non-preemptible first, then running before admitted
+        # (running by started_at, then name; admitted in-share first, then by arrival rank)
+        state.members = [Member(a.name, problem.policy_for(a.subject, a.pool), a.pool, a.holds, a.preemptible,
+                                (a.preemptible, 0, start_time(a.started_at), a.name)) for a in state.kept]
         for request in problem.requests:
             name = solution.admitted.get(request.id)
             if name is not None:
                 policy = state.policies[name]
-                state._take(policy.pool, policy, request.demand, request.preemptible)
+                state.members.append(Member(request.id, policy, policy.pool, request.demand, request.preemptible,
+                                            (request.preemptible, 1, EARLIEST,
+                                             *grant_order(request.id in solution.in_share, request.rank,
+                                                          request.id))))
+        for member in state.members:
+            state._take(member.pool, member.policy, member.holds, member.preemptible)
         return state
 
     def _take(self, pool_name: str, policy: PolicyRule | None, amounts: Mapping[str, int],
@@ -86,15 +106,9 @@ class FinalState:
         if self._borrowers is None:
             borrowed = self.borrowed()
             found: dict[str, list[tuple[PolicyRule, Mapping[str, int]]]] = {p.name: [] for p in self.problem.pools}
-            for alloc in self.kept:
-                policy = self.problem.policy_for(alloc.subject, alloc.pool)
-                if policy is not None and alloc.preemptible and any(borrowed.get(alloc.name, {}).values()):
-                    found[alloc.pool].append((policy, alloc.holds))
-            for request in self.problem.requests:
-                name = self.solution.admitted.get(request.id)
-                if name is not None and request.preemptible and any(borrowed.get(request.id, {}).values()):
-                    policy = self.policies[name]
-                    found[policy.pool].append((policy, request.demand))
+            for member in self.members:
+                if member.policy is not None and member.preemptible and any(borrowed.get(member.who, {}).values()):
+                    found[member.pool].append((member.policy, member.holds))
             self._borrowers = found
         return self._borrowers.get(pool_name, [])
 
@@ -106,21 +120,12 @@ class FinalState:
 
     def _borrowed_walk(self) -> dict[str, dict[str, int]]:
         """Per kept allocation name and admitted request id, the units above its
-        policy's reserved share (docs/planning.md#reserved-share-and-borrowing, applied to the final state):
-        per policy, non-preemptible first, then running before admitted (running
-        by started_at, then name; admitted in-share first, then by arrival rank)."""
+        policy's reserved share (docs/planning.md#reserved-share-and-borrowing, applied to the final state),
+        walking each policy's members in their ``order``."""
         members: dict[str, list[tuple]] = {q: [] for q in self.policies}
-        for alloc in self.kept:
-            policy = self.problem.policy_for(alloc.subject, alloc.pool)
-            if policy is not None:
-                order: tuple = (alloc.preemptible, 0, start_time(alloc.started_at), alloc.name)
-                members[policy.name].append((order, alloc.name, alloc.holds))
-        for request in self.problem.requests:
-            name = self.solution.admitted.get(request.id)
-            if name is not None:
-                order = (request.preemptible, 1, EARLIEST,
-                         *grant_order(request.id in self.solution.in_share, request.rank, request.id))
-                members[name].append((order, request.id, request.demand))
+        for member in self.members:
+            if member.policy is not None:
+                members[member.policy.name].append((member.order, member.who, member.holds))
         result: dict[str, dict[str, int]] = {}
         for name, group in members.items():
             policy = self.policies[name]

@@ -88,12 +88,10 @@ def _policies(problem: Problem, state: FinalState,
     """Per policy and metered key of its pool: reserved, limit, what its kept and
     admitted steps hold, and the part of that above the reserved share."""
     above: dict[str, dict[str, int]] = {q.name: {} for q in problem.policies}
-    members = [(problem.policy_for(a.subject, a.pool), a.name) for a in state.kept]
-    members += [(state.policies[name], rid) for rid, name in state.solution.admitted.items()]
-    for policy, who in members:
-        if policy is not None:
-            for key, units in borrowed.get(who, {}).items():
-                above[policy.name][key] = above[policy.name].get(key, 0) + units
+    for member in state.members:
+        if member.policy is not None:
+            for key, units in borrowed.get(member.who, {}).items():
+                above[member.policy.name][key] = above[member.policy.name].get(key, 0) + units
     usages = []
     for q in sorted(problem.policies, key=lambda q: q.name):
         keys = sorted(problem.pool(q.pool).capacity)
