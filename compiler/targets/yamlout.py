@@ -64,31 +64,22 @@ def _double_quoted(value: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _lines(value: Any, indent: int) -> Iterable[str]:
-    """Block lines of a mapping or sequence, each already indented."""
-    pad = " " * indent
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError("mapping keys must be strings")
-            head = f"{pad}{scalar(key)}:"
-            if isinstance(item, (dict, list)) and item:
-                yield head
-                yield from _lines(item, indent + 2)
-            else:
-                yield f"{head} {_inline(item)}"
-    else:
-        for item in value:
-            if isinstance(item, (dict, list)) and item:
-                nested = list(_lines(item, indent + 2))
-                # The first line of the item moves up onto the dash.
-                yield f"{pad}- {nested[0][indent + 2:]}"
-                yield from nested[1:]
-            else:
-                yield f"{pad}- {_inline(item)}"
+# Scalar text by string: a manifest set repeats the same keys and values (labels,
+# queue names, images) thousands of times; bounded so a long-lived process does
+# not keep every string it ever wrote.
+_SCALARS: dict[str, str] = {}
+_SCALARS_MAX = 1 << 16
 
 
-def _inline(value: Any) -> str:
+def _text(value: Any) -> str:
+    """``scalar(value)``, remembered for strings."""
+    if type(value) is str:
+        found = _SCALARS.get(value)
+        if found is None:
+            if len(_SCALARS) >= _SCALARS_MAX:
+                _SCALARS.clear()
+            found = _SCALARS[value] = scalar(value)
+        return found
     if isinstance(value, dict):
         return "{}"
     if isinstance(value, list):
@@ -96,11 +87,35 @@ def _inline(value: Any) -> str:
     return scalar(value)
 
 
+def _write(value: dict[str, Any] | list[Any], pad: str, out: list[str]) -> None:
+    """Append the block lines of a mapping or sequence, each indented by ``pad``."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError("mapping keys must be strings")
+            if item and isinstance(item, (dict, list)):
+                out.append(pad + _text(key) + ":")
+                _write(item, pad + "  ", out)
+            else:
+                out.append(pad + _text(key) + ": " + _text(item))
+        return
+    for item in value:
+        if item and isinstance(item, (dict, list)):
+            first = len(out)
+            _write(item, pad + "  ", out)
+            out[first] = pad + "- " + out[first][len(pad) + 2:]   # the item's first line moves up onto the dash
+        else:
+            out.append(pad + "- " + _text(item))
+
+
 def dump_document(obj: dict[str, Any]) -> str:
     """One mapping as a block YAML document (no header, no separator)."""
     if not obj:
         return "{}\n"
-    return "\n".join(_lines(obj, 0)) + "\n"
+    out: list[str] = []
+    _write(obj, "", out)
+    out.append("")
+    return "\n".join(out)
 
 
 def comment_safe(name: str) -> str:
