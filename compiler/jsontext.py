@@ -12,7 +12,7 @@ errors included, is always the standard library's.
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 
@@ -35,7 +35,7 @@ def _scalar(value: Any, encode: Any) -> str | None:
     """A scalar's JSON text; None for a container or anything else."""
     kind = type(value)
     if kind is str:
-        return encode(value)  # type: ignore[no-any-return]
+        return encode(value)
     if kind is int:
         return int.__repr__(value)
     if value is None:
