@@ -7,6 +7,7 @@ one line on stderr and exit 3.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
+GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
 FORMATS = ["text", "json", "github", "sarif"]
 
 
@@ -134,6 +136,11 @@ def main() -> None:
     from .signals import install
 
     install()   # Ctrl-C and SIGTERM become one exception that apply rolls back on
+    # One short-lived run builds a few million objects that live to its end (the
+    # documents, the plan, the manifests); at the default threshold (700) the
+    # collector walks all of them again and again, 15-20% of a large plan's CPU.
+    # Collecting 70 times less often keeps the peak memory where it was.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
 
 
 @main.command()
