@@ -7,6 +7,7 @@ one line on stderr and exit 3.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
+GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
 FORMATS = ["text", "json", "github", "sarif"]
 
 
@@ -134,6 +136,11 @@ def main() -> None:
     from .signals import install
 
     install()   # Ctrl-C and SIGTERM become one exception that apply rolls back on
+    # One short-lived run builds a few million objects that live to its end (the
+    # documents, the plan, the manifests); at the default threshold (700) the
+    # collector walks all of them again and again, 15-20% of a large plan's CPU.
+    # Collecting 70 times less often keeps the peak memory where it was.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
 
 
 @main.command()
@@ -261,14 +268,14 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         click.echo(render("text", result.state.diagnostics), nl=False, err=True)  # stdout stays empty: no plan
         click.echo(f"poolc: cannot read the state file {result.state_path}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
-    plan_json = to_json(result.plan)
+    plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
     if out_file:
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
             click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_FINDINGS)
-    _print_plan(result, fmt, quiet, no_color)
+    _print_plan(result, fmt, quiet, no_color, plan_json)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
     if detailed_exitcode and result.changed:
@@ -276,11 +283,9 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     sys.exit(EXIT_OK)
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool) -> None:
-    from .domain.plan import to_json
-
+def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str) -> None:
     if fmt == "json":
-        click.echo(to_json(result.plan), nl=False)
+        click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
         return
     if fmt in ("github", "sarif"):
         emit_diagnostics(result.plan.diagnostics_list(), fmt, quiet)

@@ -22,7 +22,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
                  "schemas"}),
     ("domain", {"domain"}),
-    ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "__init__"}),
+    ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
+                    "__init__"}),
 ]
 STAGES = {"checks", "planner", "targets", "report"}
 

@@ -396,3 +396,14 @@ def test_severities_are_coloured_only_on_a_terminal():
     coloured = _coloured(line)
     assert "\x1b[" in coloured and coloured.count("\x1b[1m") == 1   # the diagnostic line only, not the source
     assert "\x1b[" not in poolc("validate", CONTEXT, MIXED).stdout      # a pipe is no terminal
+
+
+def test_a_run_collects_garbage_less_often():
+    # a large plan's millions of long-lived objects are walked again by every
+    # collection at the default threshold (700); the CLI raises it once per run
+    out = subprocess.run(
+        [sys.executable, "-c", "import atexit, gc; from compiler.cli import main, GC_YOUNG_THRESHOLD; "
+         "atexit.register(lambda: print(gc.get_threshold() == (GC_YOUNG_THRESHOLD, 10, 10))); main()",
+         "validate", "--quiet", CONTEXT, CLEAN],
+        capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0 and out.stdout.strip().endswith("True")

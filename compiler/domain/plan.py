@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import Diagnostic
+from ..jsontext import dumps_sorted
 
 FORMAT_VERSION = 1
 ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
@@ -231,7 +232,8 @@ class Plan:
 
 
 def to_json(plan: Plan) -> str:
-    return json.dumps(plan.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The plan's JSON: keys sorted, two-space indents, UTF-8 text as it is."""
+    return dumps_sorted(plan.as_dict(), ensure_ascii=False) + "\n"
 
 
 # --- reading a plan back ---------------------------------------------------------

@@ -187,12 +187,20 @@ def render_priority_classes(ctx: TargetContext) -> tuple[list[dict], list[str]] 
     return objects, sources
 
 
+def _steps(ctx: TargetContext) -> list[tuple[StepRequest, KubernetesComponent]]:
+    """``kubernetes_steps``, worked out once per context (the Jobs and their files read it)."""
+    found = ctx.rendered.get("steps")
+    if found is None:
+        found = ctx.rendered["steps"] = kubernetes_steps(ctx)
+    return found  # type: ignore[return-value]
+
+
 def jobs(ctx: TargetContext) -> dict[str, dict]:
     """Request id -> the Job apply writes for it, as the API object (rendered once
     per context: the runtime check replays the very objects the files hold)."""
     found = ctx.rendered.get("jobs")
     if found is None:
-        steps = kubernetes_steps(ctx)
+        steps = _steps(ctx)
         names = job_names(steps)
         found = ctx.rendered["jobs"] = {request.id: render_job(ctx, request, component, names[request.id])
                                         for request, component in steps}
@@ -203,7 +211,7 @@ def render(ctx: TargetContext) -> dict[str, str]:
     """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
     files: dict[str, str] = {}
     rendered = jobs(ctx)
-    for request, component in kubernetes_steps(ctx):
+    for request, component in _steps(ctx):
         job = rendered[request.id]
         sources = [request.entry.doc.file, ctx.component_file(component.name)]
         policy = ctx.policy_of(request)
