@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .load import Document
-from .model import KINDS, Allocation, Pipeline, Policy, ResourcePool, Stack
+from .model import KINDS, SHARED, Allocation, Pipeline, Policy, ResourcePool, Stack
 from .schema import structural_diagnostics
 
 T = TypeVar("T")
@@ -82,13 +82,14 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
     """Validate every document; keep the valid ones by kind and name (first wins)."""
     config = Config(files=list(files))
     problems: list[Diagnostic] = []
+    context: dict = {SHARED: {}}   # equal parts validated once (model.Shared)
     for doc in documents:
         kind = doc.data.get("kind")
         model = KINDS.get(kind) if isinstance(kind, str) and doc.data.get("apiVersion") == "poolc/v1" else None
         obj = None
         if model is not None:
             try:
-                obj = model.model_validate(doc.data)
+                obj = model.model_validate(doc.data, context=context)
             except ValidationError as error:
                 found = structural_diagnostics(doc)
                 problems.extend(found or _pydantic_diagnostics(doc, error))
@@ -105,6 +106,8 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
                 d.N001, f"{kind} {name!r} is already defined at {first.file}:"
                 f"{first.span(('metadata', 'name'))[0]}; names are unique per kind",
                 ("metadata", "name")))
+            doc.release()
             continue
         table[name] = Entry(obj, doc)
+        doc.release()
     return config, problems

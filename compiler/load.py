@@ -46,12 +46,12 @@ class Document:
     works its positions out again, for every document of that file at once, the
     first time a diagnostic asks for one (``start``, ``keys``, ``values``, ``span``)."""
 
-    __slots__ = ("file", "index", "data", "_start", "_keys", "_values", "_lazy")
+    __slots__ = ("file", "index", "_data", "_start", "_keys", "_values", "_lazy")
 
     def __init__(self, file: str, index: int, data: Any, start: Span | None = None,
                  keys: dict[Path_, Span] | None = None, values: dict[Path_, Span] | None = None,
                  lazy: _Positions | None = None) -> None:
-        self.file, self.index, self.data = file, index, data
+        self.file, self.index, self._data = file, index, data
         self._lazy = lazy
         if lazy is None:
             self._start = start if start is not None else (1, 1, 1, 1)
@@ -67,6 +67,23 @@ class Document:
         # not kept: a run that reports on every document would hold them all again
         self._start, keys, values = self._lazy.of(self.index)
         return keys, values
+
+    @property
+    def data(self) -> Any:
+        """The document as plain data; read again from the file's text after ``release``."""
+        if self._data is None and self._lazy is not None:
+            return self._lazy.data(self.index)
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value
+
+    def release(self) -> None:
+        """Drop the plain data once a model holds the document: in a large repository it
+        is a third of the memory, and only a broken document's diagnostics read it again."""
+        if self._lazy is not None:
+            self._data = None
 
     @property
     def start(self) -> Span:
@@ -458,6 +475,13 @@ class _Positions:
                 cls.cached_spans -= cls.cached.pop(oldest)
                 oldest.found = None
         return self.found[index]
+
+    def data(self, index: int) -> Any:
+        """Document ``index`` of the file as plain data again (the same builder as the first load)."""
+        for i, node in enumerate(_yaml.compose_all(self.text)):
+            if i == index:
+                return _Builder(record=False).build(node, (), 0)
+        raise IndexError(index)
 
     def _compose(self) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]]:
         found = {}
