@@ -192,8 +192,10 @@ class Shared(Spec):
     @model_validator(mode="wrap")
     @classmethod
     def _shared(cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
-        cache = info.context.get(SHARED) if isinstance(info.context, dict) else None
-        key = frozen_data(data) if cache is not None and type(data) is dict else None
+        cache: dict | None = info.context.get(SHARED) if isinstance(info.context, dict) else None
+        if cache is None or type(data) is not dict:
+            return handler(data)
+        key = frozen_data(data)
         if key is None:
             return handler(data)
         found = cache.get((cls, key))
