@@ -14,11 +14,12 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.cyaml import CParser
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
@@ -354,6 +355,27 @@ _yaml = YAML(typ="safe", pure=False)
 _yaml.Resolver = _Resolver
 
 
+class _Composer(CParser, _Resolver):
+    """libyaml's composer with our resolver, made once: YAML.compose_all makes a new
+    loader class for every call and appends to a list that is never emptied, which
+    over 20,000 files costs seconds and megabytes that are never given back."""
+
+    def __init__(self, text: str) -> None:
+        CParser.__init__(self, text)
+        self._parser = self._composer = self
+        _Resolver.__init__(self, loadumper=self)
+
+
+def _compose_all(text: str) -> Iterator[Any]:
+    """The node graph of each document of ``text``, one by one."""
+    composer = _Composer(text)
+    try:
+        while composer.check_node():
+            yield composer.get_node()
+    finally:
+        composer.dispose()
+
+
 POOLC_KINDS = ("ResourcePool", "Policy", "Stack", "Pipeline", "Allocation")
 
 
@@ -449,36 +471,44 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     return None
 
 
+class PositionCache:
+    """The position tables one run keeps: those of the files asked last, up to
+    MAX_CACHED_SPANS spans in all (about 60 MB). A plan with thousands of warnings
+    composes each file once, and a run that reports on every one of 20,000 documents
+    still does not hold all of them. One per run (load_paths makes it), so nothing
+    outlives the documents that read it."""
+
+    def __init__(self, max_spans: int | None = None) -> None:
+        self.max_spans = MAX_CACHED_SPANS if max_spans is None else max_spans
+        self.tables: dict[_Positions, int] = {}     # insertion order = least recently computed first
+        self.spans = 0
+
+    def remember(self, positions: _Positions, spans: int) -> None:
+        self.tables[positions] = spans
+        self.spans += spans
+        while self.spans > self.max_spans and len(self.tables) > 1:
+            oldest = next(iter(self.tables))
+            self.spans -= self.tables.pop(oldest)
+            oldest.found = None
+
+
 class _Positions:
     """The positions of a file's documents, worked out again from its text on demand:
-    the same composer and builder as the first load, so the same spans. The files
-    asked last keep their tables, up to MAX_CACHED_SPANS spans in all (about 60 MB):
-    a plan with thousands of warnings composes each file once, and a run that
-    reports on every one of 20,000 documents still does not hold all of them."""
+    the same composer and builder as the first load, so the same spans."""
 
-    cached: dict[_Positions, int] = {}          # insertion order = least recently computed first
-    cached_spans = 0
-
-    def __init__(self, file: str, text: str):
-        self.file, self.text = file, text
+    def __init__(self, file: str, text: str, cache: PositionCache):
+        self.file, self.text, self.cache = file, text, cache
         self.found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None = None
 
     def of(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]]:
         if self.found is None:
             self.found = self._compose()
-            spans = sum(len(keys) + len(values) for _, keys, values in self.found.values())
-            cls = _Positions
-            cls.cached[self] = spans
-            cls.cached_spans += spans
-            while cls.cached_spans > MAX_CACHED_SPANS and len(cls.cached) > 1:
-                oldest = next(iter(cls.cached))
-                cls.cached_spans -= cls.cached.pop(oldest)
-                oldest.found = None
+            self.cache.remember(self, sum(len(keys) + len(values) for _, keys, values in self.found.values()))
         return self.found[index]
 
     def data(self, index: int) -> Any:
         """Document ``index`` of the file as plain data again (the same builder as the first load)."""
-        for i, node in enumerate(_yaml.compose_all(self.text)):
+        for i, node in enumerate(_compose_all(self.text)):
             if i == index:
                 return _Builder(record=False).build(node, (), 0)
         raise IndexError(index)
@@ -486,7 +516,7 @@ class _Positions:
     def _compose(self) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]]:
         found = {}
         try:
-            for i, node in enumerate(_yaml.compose_all(self.text)):
+            for i, node in enumerate(_compose_all(self.text)):
                 if node is None or not _node_is_ours(node):
                     continue
                 builder = _Builder()
@@ -504,7 +534,8 @@ MAX_CACHED_SPANS = 250_000
 
 
 def load_text(file: str, text: str, max_documents: int | None = None,
-              counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
+              counts: dict[str, int] | None = None,
+              cache: PositionCache | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
@@ -527,7 +558,7 @@ def load_text(file: str, text: str, max_documents: int | None = None,
         return documents, ([_error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", *block)]
                            if ours else [])
     try:
-        for index, node in enumerate(_yaml.compose_all(text)):
+        for index, node in enumerate(_compose_all(text)):
             if node is None:
                 continue
             if isinstance(node, SequenceNode) and any(_node_is_ours(item) for item in node.value):
@@ -542,7 +573,7 @@ def load_text(file: str, text: str, max_documents: int | None = None,
                 continue
             _tally(counts, "documents")
             if lazy is None:
-                lazy = _Positions(file, text)
+                lazy = _Positions(file, text, cache if cache is not None else PositionCache())
             try:
                 doc = Document(file, index, _Builder(record=False).build(node, (), 0), _span(node), lazy=lazy)
             except _Reject as reject:
@@ -620,8 +651,8 @@ def _read_regular(path: str) -> bytes | Diagnostic:
         os.close(fd)
 
 
-def load_file(path: str, budget: _Budget | None = None,
-              counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
+def load_file(path: str, budget: _Budget | None = None, counts: dict[str, int] | None = None,
+              cache: PositionCache | None = None) -> tuple[list[Document], list[Diagnostic]]:
     raw = _read_regular(path)
     if isinstance(raw, Diagnostic):
         return [], [raw]
@@ -635,7 +666,7 @@ def load_file(path: str, budget: _Budget | None = None,
     if text is None:
         return [], [problem] if problem else []
     documents, problems = load_text(path, text, None if budget is None else MAX_DOCUMENTS - budget.documents,
-                                    counts)
+                                    counts, cache)
     if budget is not None:
         budget.documents += len(documents)
         if budget.documents > MAX_DOCUMENTS:
@@ -670,14 +701,24 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
     return files, problems
 
 
-def load_paths(paths: Iterable[str]) -> LoadResult:
+def load_paths(paths: Iterable[str], sink: Callable[[Document], None] | None = None,
+               cache: PositionCache | None = None) -> LoadResult:
+    """Every poolc document of the files named and below the directories named. With
+    ``sink``, each file's documents go to it as soon as the file is read and are not
+    collected: the caller builds its models file by file, so a large repository's
+    plain data never all exists at once."""
     files, problems = expand_paths(paths)
     documents: list[Document] = []
     budget = _Budget()
     counts: dict[str, int] = {}
+    cache = cache if cache is not None else PositionCache()
     for f in files:
-        docs, diags = load_file(f, budget, counts)
-        documents.extend(docs)
+        docs, diags = load_file(f, budget, counts, cache)
+        if sink is None:
+            documents.extend(docs)
+        else:
+            for doc in docs:
+                sink(doc)
         problems.extend(diags)
         if budget.exhausted:
             break

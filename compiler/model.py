@@ -155,32 +155,18 @@ class Spec(Strict):
 
 
 # The validation context key under which build_config passes one dict per run:
-# (model class, frozen input) -> the validated instance.
+# (model class, data_key of the input) -> the validated instance.
 SHARED = "poolc.shared"
-_SCALARS = (str, int, bool, type(None))
+_PLAIN = (str, int, float, bool, type(None), dict, list)
 
 
-def frozen_data(value: Any) -> Any:
-    """A hashable stand-in for plain YAML data that tells apart what validation does
-    (1, 1.0, True and "1"; 0.0 and -0.0); None for anything else (an integer too
-    long to convert, say), which is then never shared."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return kind, value
-    if kind is float:
-        return float, value.hex()
-    if kind is dict:
-        items = []
-        for key, item in value.items():
-            frozen = frozen_data(item)
-            if frozen is None or type(key) is not str:
-                return None
-            items.append((key, frozen))
-        return dict, tuple(items)
-    if kind is list:
-        frozen_items = tuple(frozen_data(item) for item in value)
-        return None if None in frozen_items else (list, frozen_items)
-    return None
+def data_key(value: Any) -> str | None:
+    """A short, exact stand-in for plain YAML data: its repr, which tells apart what
+    validation does (1, 1.0, True and "1"; 0.0 and -0.0; key order). None when the
+    data holds anything else, such as the loader's stand-in for an integer too long
+    to convert (its repr names only its length): such data is never shared."""
+    key = repr(value)
+    return None if type(value) not in _PLAIN or "integer of" in key else key
 
 
 class Shared(Spec):
@@ -195,7 +181,7 @@ class Shared(Spec):
         cache: dict | None = info.context.get(SHARED) if isinstance(info.context, dict) else None
         if cache is None or type(data) is not dict:
             return handler(data)
-        key = frozen_data(data)
+        key = data_key(data)
         if key is None:
             return handler(data)
         found = cache.get((cls, key))

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from .config import Config, Entry
-from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, frozen_data, parse_timestamp
+from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, data_key, parse_timestamp
 from .units import duration_seconds, mcpu_ceil, memory_mb_ceil
 
 # The node label a gpu_type selects on Kubernetes (NVIDIA GPU feature discovery's).
@@ -128,15 +128,15 @@ def _submitted(request: StepRequest) -> datetime:
 _NO_SETTINGS = ResourceSettings()
 
 
-def _distinct(distinct: dict[tuple, tuple[ResourceSettings, dict[str, int]]],
+def _distinct(distinct: dict[str, tuple[ResourceSettings, dict[str, int]]],
               fields: dict[str, Any]) -> tuple[ResourceSettings, dict[str, int]]:
     """The shared settings and demand of these merged fields."""
-    key = tuple(sorted((name, frozen_data(value)) for name, value in fields.items()))
-    found = distinct.get(key)
+    key = data_key(dict(sorted(fields.items())))
+    found = distinct.get(key) if key is not None else None
     if found is None:
         settings = ResourceSettings.model_construct(**fields)  # both sides are validated already
         found = settings, demand_of(settings)
-        if all(value is not None for _, value in key):   # else a value frozen_data cannot tell apart
+        if key is not None:
             distinct[key] = found
     return found
 
@@ -152,7 +152,7 @@ def build_requests(config: Config) -> list[StepRequest]:
     # shares equal parts (model.Shared), so a repeated (own, default) pair is known
     # by identity and not even merged again.
     merged: dict[tuple[int, int], tuple[ResourceSettings, dict[str, int]]] = {}
-    distinct: dict[tuple, tuple[ResourceSettings, dict[str, int]]] = {}
+    distinct: dict[str, tuple[ResourceSettings, dict[str, int]]] = {}
     for entry in entries:
         pipeline = entry.obj
         default = pipeline.spec.settings.resources if pipeline.spec.settings else None
