@@ -168,6 +168,10 @@ def _span(node: Any) -> Span:
 
 
 _TAG = "tag:yaml.org,2002:"
+_STR = _TAG + "str"
+# id -> text of the Tags _Resolver shares; they live as long as the process, so an id
+# here is never that of another object
+_TAG_TEXT: dict[int, str] = {}
 
 
 class _HugeInt(int):
@@ -191,9 +195,15 @@ _FLOATS = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", 
            ".nan", ".NaN", ".NAN"}
 
 
+def _tag_text(node: Any) -> str:
+    """A node's tag as text; the resolver's shared tags are looked up, not formatted."""
+    text = _TAG_TEXT.get(id(node.ctag))
+    return text if text is not None else str(node.ctag)
+
+
 def _scalar(node: ScalarNode) -> Any:
-    tag, text = str(node.ctag), node.value
-    if tag == _TAG + "str" or tag == _TAG + "timestamp":
+    tag, text = _tag_text(node), node.value
+    if tag == _STR or tag == _TAG + "timestamp":
         # timestamps stay strings; the models parse RFC 3339 themselves. Short texts
         # (names, flavors, units) repeat across thousands of documents: one copy each.
         return sys.intern(text) if len(text) <= 64 else text
@@ -234,27 +244,30 @@ class _Builder:
                           "(an alias bomb?); write the data out instead of nesting aliases", node)
         if depth > MAX_DEPTH:
             raise _Reject(d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", node)
-        if self.record:
+        record = self.record
+        if record:
             self.values[path] = _span(node)
-        if isinstance(node, ScalarNode):
+        if type(node) is ScalarNode:
             return _scalar(node)
         if id(node) in self.active:
             raise _Reject(d.Y005, "recursive alias: a node contains itself", node)
         self.active.add(id(node))
         try:
+            # paths name positions: a first load (not recording) does not build them
             if isinstance(node, SequenceNode):
-                if str(node.ctag) != _TAG + "seq":
+                if _tag_text(node) != _TAG + "seq":
                     raise _tag_rejected(node)
-                data: Any = [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-                last = path + (len(node.value) - 1,) if node.value else None
+                data: Any = [self.build(item, path + (i,) if record else path, depth + 1)
+                             for i, item in enumerate(node.value)]
+                last = path + (len(node.value) - 1,) if record and node.value else None
             elif isinstance(node, MappingNode):
-                if str(node.ctag) != _TAG + "map":
+                if _tag_text(node) != _TAG + "map":
                     raise _tag_rejected(node)
                 data = self._mapping(node, path, depth)
-                last = path + (node.value[-1][0].value,) if node.value else None
+                last = path + (node.value[-1][0].value,) if record and node.value else None
             else:
                 raise _Reject(d.Y002, "unsupported YAML node", node)
-            if self.record and last in self.values and node.end_mark.column == 0:
+            if record and last in self.values and node.end_mark.column == 0:
                 # a block collection "ends" at column 0 of the next line: end it where its last value ends
                 start = self.values[path]
                 self.values[path] = start[:2] + self.values[last][2:]
@@ -266,23 +279,28 @@ class _Builder:
         result: dict[str, Any] = {}
         explicit: list[tuple[Any, Any]] = []
         for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode):
+            if type(key_node) is not ScalarNode:
                 raise _Reject(d.Y002, "a mapping key must be a plain scalar", key_node)
-            if str(key_node.ctag) == _TAG + "merge":
+            tag = _tag_text(key_node)
+            if tag == _TAG + "merge":
                 self._merge(value_node, path, depth, result)
             else:
-                _scalar(key_node)  # rejects tags on keys the same way as on values
+                if tag != _STR:
+                    _scalar(key_node)  # rejects tags on keys the same way as on values
                 explicit.append((key_node, value_node))
-        seen: dict[str, Span] = {}
+        seen: dict[str, Any] = {}
+        record = self.record
         for key_node, value_node in explicit:  # "<<: *defaults": explicit keys win over merged ones
             key = sys.intern(key_node.value)   # the same few keys in every document
             if key in seen:
-                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key][0]}); "
+                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1}); "
                               "YAML keeps only one of them, so remove the other", key_node)
-            seen[key] = _span(key_node)
-            if self.record:
-                self.keys[path + (key,)] = seen[key]
-            result[key] = self.build(value_node, path + (key,), depth + 1)
+            seen[key] = key_node
+            if record:
+                self.keys[path + (key,)] = _span(key_node)
+                result[key] = self.build(value_node, path + (key,), depth + 1)
+            else:
+                result[key] = self.build(value_node, path, depth + 1)
         return result
 
     def _merge(self, merge: Any, path: Path_, depth: int, result: dict) -> None:
@@ -335,6 +353,7 @@ class _Resolver(VersionedResolver):
     its text, so resolved tags are cached (Tags are never mutated here)."""
 
     _plain: dict[str, Any] = {}
+    _shared: dict[str, Any] = {}     # tag text -> the one Tag the resolver returns for it
 
     @property
     def processing_version(self) -> Any:
@@ -344,11 +363,21 @@ class _Resolver(VersionedResolver):
         if kind is ScalarNode and implicit[0]:
             tag = self._plain.get(value)
             if tag is None:
-                tag = super().resolve(kind, value, implicit)
+                tag = self._share(super().resolve(kind, value, implicit))
                 if len(self._plain) < 50_000:
                     self._plain[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)
+        return self._share(super().resolve(kind, value, implicit))
+
+    def _share(self, tag: Any) -> Any:
+        """One Tag per text, registered in _TAG_TEXT: the builder then reads a node's
+        tag with a dict lookup instead of formatting it (a million times in 20,000 files)."""
+        if id(tag) in _TAG_TEXT:
+            return tag
+        text = str(tag)
+        shared = self._shared.setdefault(text, tag)
+        _TAG_TEXT[id(shared)] = text
+        return shared
 
 
 _yaml = YAML(typ="safe", pure=False)
