@@ -21,6 +21,16 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.cyaml import CParser
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver
@@ -543,6 +553,12 @@ class _Positions:
         raise IndexError(index)
 
     def _compose(self) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]]:
+        try:
+            quick = _event_positions(self.text)
+        except (YAMLError, RecursionError, ValueError):
+            quick = None
+        if quick is not None:
+            return quick
         found = {}
         try:
             for i, node in enumerate(_compose_all(self.text)):
@@ -560,6 +576,82 @@ class _Positions:
 
 
 MAX_CACHED_SPANS = 250_000
+
+
+class _Frame:
+    """An open collection while _event_positions walks a document."""
+
+    __slots__ = ("path", "start", "mapping", "key", "count", "last")
+
+    def __init__(self, path: Path_, start: Any, mapping: bool):
+        self.path, self.start, self.mapping = path, start, mapping
+        self.key: str | None = None     # a mapping's key whose value comes next
+        self.count = 0                  # a sequence's items so far
+        self.last: Path_ | None = None  # the path of the last value (refines a block collection's end)
+
+
+def _event_span(start: Any, end: Any, collection: bool) -> Span:
+    if collection and end.line > start.line and end.column == 0:
+        return (start.line + 1, start.column + 1, end.line, start.column + 1)
+    return (start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+
+
+def _event_positions(text: str) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None:
+    """The positions _Builder records, read from libyaml's events without composing
+    nodes or building data: the positions of a file asked again cost about half.
+    None (compose and build instead) when the text has an anchor, an alias, an
+    explicit tag or a merge key, whose positions only the builder gets right."""
+    composer = _Composer(text)
+    found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] = {}
+    keys: dict[Path_, Span] = {}
+    values: dict[Path_, Span] = {}
+    stack: list[_Frame] = []
+    index = -1
+    try:
+        while composer.check_event():
+            event = composer.get_event()
+            kind = type(event)
+            if kind is ScalarEvent or kind is MappingStartEvent or kind is SequenceStartEvent:
+                if event.anchor is not None or event.tag is not None:
+                    return None
+                parent = stack[-1] if stack else None
+                if parent is not None and parent.mapping and parent.key is None:
+                    if kind is not ScalarEvent or event.value == "<<":
+                        return None
+                    parent.key = event.value
+                    keys[parent.path + (event.value,)] = _event_span(event.start_mark, event.end_mark, False)
+                    continue
+                if parent is None:
+                    path: Path_ = ()
+                elif parent.mapping:
+                    assert parent.key is not None
+                    path, parent.key = parent.path + (parent.key,), None
+                else:
+                    path = parent.path + (parent.count,)
+                    parent.count += 1
+                if parent is not None:
+                    parent.last = path
+                if kind is ScalarEvent:
+                    values[path] = _event_span(event.start_mark, event.end_mark, False)
+                else:
+                    stack.append(_Frame(path, event.start_mark, kind is MappingStartEvent))
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                frame = stack.pop()
+                span = _event_span(frame.start, event.end_mark, True)
+                if frame.last is not None and frame.last in values and event.end_mark.column == 0:
+                    span = span[:2] + values[frame.last][2:]
+                values[frame.path] = span
+            elif kind is DocumentStartEvent:
+                index += 1
+                keys, values = {}, {}
+            elif kind is DocumentEndEvent:
+                if () in values:
+                    found[index] = (values[()], keys, values)
+            elif kind is AliasEvent:
+                return None
+    finally:
+        composer.dispose()
+    return found
 
 
 def load_text(file: str, text: str, max_documents: int | None = None,
