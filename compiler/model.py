@@ -154,7 +154,7 @@ class Spec(Strict):
     """Base of kind specs (kept as a name for readability)."""
 
 
-# The validation context key under which build_config passes one dict per run:
+# The validation context key under which ConfigBuilder passes one dict per run:
 # (model class, data_key of the input) -> the validated instance.
 SHARED = "poolc.shared"
 _PLAIN = (str, int, float, bool, type(None), dict, list)
