@@ -364,6 +364,7 @@ class _Resolver(VersionedResolver):
 
     _plain: dict[str, Any] = {}
     _shared: dict[str, Any] = {}     # tag text -> the one Tag the resolver returns for it
+    _kinds: dict[Any, Any] = {}      # node class -> its tag when not a plain scalar
 
     @property
     def processing_version(self) -> Any:
@@ -377,7 +378,11 @@ class _Resolver(VersionedResolver):
                 if len(self._plain) < 50_000:
                     self._plain[value] = tag
             return tag
-        return self._share(super().resolve(kind, value, implicit))
+        # without path resolvers, the tag of a collection or of a quoted scalar depends on its kind alone
+        tag = self._kinds.get(kind)
+        if tag is None:
+            tag = self._kinds[kind] = self._share(super().resolve(kind, value, implicit))
+        return tag
 
     def _share(self, tag: Any) -> Any:
         """One Tag per text, registered in _TAG_TEXT: the builder then reads a node's
@@ -485,6 +490,7 @@ def _too_deep(text: str) -> int | None:
 
 _DEEP_INDENT = re.compile(r"^[ \t]{200,}", re.M)
 _INDICATOR_RUN = re.compile(r"(?:[-?:][ \t]+){50,}")
+_INDICATOR_PAIR = re.compile(r"[-?:][ \t]+[-?:]")   # what any run starts with; four times cheaper to look for
 
 
 def _block_too_deep(text: str) -> tuple[int, int] | None:
@@ -493,7 +499,7 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     with neither deep indentation nor long indicator runs cannot get there; anything
     else is measured on the parser's events (libyaml keeps its own stack, no recursion).
     Returns (line, column) where nesting first goes deeper than MAX_DEPTH."""
-    if not (_DEEP_INDENT.search(text) or _INDICATOR_RUN.search(text)):
+    if not (_DEEP_INDENT.search(text) or (_INDICATOR_PAIR.search(text) and _INDICATOR_RUN.search(text))):
         return None
     depth = 0
     try:
