@@ -125,9 +125,6 @@ def _submitted(request: StepRequest) -> datetime:
     return request.submitted_at
 
 
-_NO_SETTINGS = ResourceSettings()
-
-
 def _distinct(distinct: dict[str, tuple[ResourceSettings, dict[str, int]]],
               fields: dict[str, Any]) -> tuple[ResourceSettings, dict[str, int]]:
     """The shared settings and demand of these merged fields."""
@@ -160,7 +157,7 @@ def build_requests(config: Config) -> list[StepRequest]:
             own = step.settings.resources if step.settings and step.settings.resources else None
             pair = (id(own), id(default))   # both stay alive with the config during the loop
             if pair not in merged:
-                merged[pair] = _distinct(distinct, (own or _NO_SETTINGS).merged_fields(default))
+                merged[pair] = _distinct(distinct, (own or ResourceSettings()).merged_fields(default))
             settings, demand = merged[pair]
             found.append(StepRequest(
                 id=f"{pipeline.metadata.name}/{step_name}",
