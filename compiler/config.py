@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .load import Document
-from .model import KINDS, Allocation, Pipeline, Policy, ResourcePool, Stack
+from .model import KINDS, SHARED, Allocation, Pipeline, Policy, ResourcePool, Stack
 from .schema import structural_diagnostics
 
 T = TypeVar("T")
@@ -78,25 +78,31 @@ def _remember_broken(config: Config, kind: str, doc: Document) -> None:
         config.broken.setdefault(kind, {}).setdefault(name, doc)
 
 
-def build_config(files: list[str], documents: list[Document]) -> tuple[Config, list[Diagnostic]]:
-    """Validate every document; keep the valid ones by kind and name (first wins)."""
-    config = Config(files=list(files))
-    problems: list[Diagnostic] = []
-    for doc in documents:
+class ConfigBuilder:
+    """Builds a Config one document at a time, in the order given: equal parts are
+    validated once (model.Shared) and a document's plain data is released as soon as
+    its model holds it."""
+
+    def __init__(self) -> None:
+        self.config = Config()
+        self.problems: list[Diagnostic] = []
+        self._context: dict = {SHARED: {}}
+
+    def add(self, doc: Document) -> None:
+        """Validate one document; keep it by kind and name when valid (first wins)."""
+        config, problems = self.config, self.problems
         kind = doc.data.get("kind")
         model = KINDS.get(kind) if isinstance(kind, str) and doc.data.get("apiVersion") == "poolc/v1" else None
-        obj = None
-        if model is not None:
-            try:
-                obj = model.model_validate(doc.data)
-            except ValidationError as error:
-                found = structural_diagnostics(doc)
-                problems.extend(found or _pydantic_diagnostics(doc, error))
-                _remember_broken(config, kind, doc)
-                continue
-        else:
+        if model is None:
             problems.extend(structural_diagnostics(doc))
-            continue
+            return
+        try:
+            obj = model.model_validate(doc.data, context=self._context)
+        except ValidationError as error:
+            found = structural_diagnostics(doc)
+            problems.extend(found or _pydantic_diagnostics(doc, error))
+            _remember_broken(config, kind, doc)
+            return
         table = config.by_kind(kind)
         name = obj.metadata.name
         if name in table:
@@ -105,6 +111,20 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
                 d.N001, f"{kind} {name!r} is already defined at {first.file}:"
                 f"{first.span(('metadata', 'name'))[0]}; names are unique per kind",
                 ("metadata", "name")))
-            continue
-        table[name] = Entry(obj, doc)
-    return config, problems
+        else:
+            table[name] = Entry(obj, doc)
+        doc.release()
+
+    def finish(self, files: list[str]) -> tuple[Config, list[Diagnostic]]:
+        """The Config of the files read, and the problems found in their documents."""
+        self.config.files = list(files)
+        self._context = {SHARED: {}}
+        return self.config, self.problems
+
+
+def build_config(files: list[str], documents: list[Document]) -> tuple[Config, list[Diagnostic]]:
+    """Validate every document; keep the valid ones by kind and name (first wins)."""
+    builder = ConfigBuilder()
+    for doc in documents:
+        builder.add(doc)
+    return builder.finish(files)

@@ -16,6 +16,14 @@ def _capped(units: dict[str, int]) -> dict[str, int]:
     return {k: min(v, MAX_INT) for k, v in units.items()}
 
 
+def _shared_cap(capped: dict[int, dict[str, int]], units: dict[str, int]) -> dict[str, int]:
+    """_capped, once per distinct dict (the caller keeps every ``units`` alive)."""
+    found = capped.get(id(units))
+    if found is None:
+        found = capped[id(units)] = _capped(units)
+    return found
+
+
 def pools_of(config: Config) -> tuple[Pool, ...]:
     return tuple(Pool(name, _capped(entry.obj.spec.capacity.units())) for name, entry in sorted(config.pools.items()))
 
@@ -54,10 +62,11 @@ def problem_from_config(config: Config, requests: list[StepRequest],
     allocations = [(name, e.obj) for name, e in config.allocations.items()]
     allocations += [(a.metadata.name, a) for a in extra_allocations
                     if a.metadata.name not in config.allocations]
+    capped: dict[int, dict[str, int]] = {}   # requests share their demand dicts: cap each once
     return Problem(
         pools=pools,
         policies=policies_of(config, by_name),
-        requests=tuple(Request(r.id, r.requester, _capped(r.demand), r.preemptible, rank)
+        requests=tuple(Request(r.id, r.requester, _shared_cap(capped, r.demand), r.preemptible, rank)
                        for rank, r in enumerate(requests) if r.requester is not None),
         running=tuple(a for a in running_of(allocations) if a.pool in by_name),
     )

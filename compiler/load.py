@@ -14,12 +14,23 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.cyaml import CParser
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver
@@ -46,12 +57,12 @@ class Document:
     works its positions out again, for every document of that file at once, the
     first time a diagnostic asks for one (``start``, ``keys``, ``values``, ``span``)."""
 
-    __slots__ = ("file", "index", "data", "_start", "_keys", "_values", "_lazy")
+    __slots__ = ("file", "index", "_data", "_start", "_keys", "_values", "_lazy")
 
     def __init__(self, file: str, index: int, data: Any, start: Span | None = None,
                  keys: dict[Path_, Span] | None = None, values: dict[Path_, Span] | None = None,
                  lazy: _Positions | None = None) -> None:
-        self.file, self.index, self.data = file, index, data
+        self.file, self.index, self._data = file, index, data
         self._lazy = lazy
         if lazy is None:
             self._start = start if start is not None else (1, 1, 1, 1)
@@ -67,6 +78,23 @@ class Document:
         # not kept: a run that reports on every document would hold them all again
         self._start, keys, values = self._lazy.of(self.index)
         return keys, values
+
+    @property
+    def data(self) -> Any:
+        """The document as plain data; read again from the file's text after ``release``."""
+        if self._data is None and self._lazy is not None:
+            return self._lazy.data(self.index)
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value
+
+    def release(self) -> None:
+        """Drop the plain data once a model holds the document: in a large repository it
+        is a third of the memory, and only a broken document's diagnostics read it again."""
+        if self._lazy is not None:
+            self._data = None
 
     @property
     def start(self) -> Span:
@@ -150,6 +178,10 @@ def _span(node: Any) -> Span:
 
 
 _TAG = "tag:yaml.org,2002:"
+_STR = _TAG + "str"
+# id -> text of the Tags _Resolver shares; they live as long as the process, so an id
+# here is never that of another object
+_TAG_TEXT: dict[int, str] = {}
 
 
 class _HugeInt(int):
@@ -173,9 +205,15 @@ _FLOATS = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", 
            ".nan", ".NaN", ".NAN"}
 
 
+def _tag_text(node: Any) -> str:
+    """A node's tag as text; the resolver's shared tags are looked up, not formatted."""
+    text = _TAG_TEXT.get(id(node.ctag))
+    return text if text is not None else str(node.ctag)
+
+
 def _scalar(node: ScalarNode) -> Any:
-    tag, text = str(node.ctag), node.value
-    if tag == _TAG + "str" or tag == _TAG + "timestamp":
+    tag, text = _tag_text(node), node.value
+    if tag == _STR or tag == _TAG + "timestamp":
         # timestamps stay strings; the models parse RFC 3339 themselves. Short texts
         # (names, flavors, units) repeat across thousands of documents: one copy each.
         return sys.intern(text) if len(text) <= 64 else text
@@ -216,27 +254,30 @@ class _Builder:
                           "(an alias bomb?); write the data out instead of nesting aliases", node)
         if depth > MAX_DEPTH:
             raise _Reject(d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", node)
-        if self.record:
+        record = self.record
+        if record:
             self.values[path] = _span(node)
-        if isinstance(node, ScalarNode):
+        if type(node) is ScalarNode:
             return _scalar(node)
         if id(node) in self.active:
             raise _Reject(d.Y005, "recursive alias: a node contains itself", node)
         self.active.add(id(node))
         try:
+            # paths name positions: a first load (not recording) does not build them
             if isinstance(node, SequenceNode):
-                if str(node.ctag) != _TAG + "seq":
+                if _tag_text(node) != _TAG + "seq":
                     raise _tag_rejected(node)
-                data: Any = [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-                last = path + (len(node.value) - 1,) if node.value else None
+                data: Any = [self.build(item, path + (i,) if record else path, depth + 1)
+                             for i, item in enumerate(node.value)]
+                last = path + (len(node.value) - 1,) if record and node.value else None
             elif isinstance(node, MappingNode):
-                if str(node.ctag) != _TAG + "map":
+                if _tag_text(node) != _TAG + "map":
                     raise _tag_rejected(node)
                 data = self._mapping(node, path, depth)
-                last = path + (node.value[-1][0].value,) if node.value else None
+                last = path + (node.value[-1][0].value,) if record and node.value else None
             else:
                 raise _Reject(d.Y002, "unsupported YAML node", node)
-            if self.record and last in self.values and node.end_mark.column == 0:
+            if record and last in self.values and node.end_mark.column == 0:
                 # a block collection "ends" at column 0 of the next line: end it where its last value ends
                 start = self.values[path]
                 self.values[path] = start[:2] + self.values[last][2:]
@@ -248,23 +289,28 @@ class _Builder:
         result: dict[str, Any] = {}
         explicit: list[tuple[Any, Any]] = []
         for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode):
+            if type(key_node) is not ScalarNode:
                 raise _Reject(d.Y002, "a mapping key must be a plain scalar", key_node)
-            if str(key_node.ctag) == _TAG + "merge":
+            tag = _tag_text(key_node)
+            if tag == _TAG + "merge":
                 self._merge(value_node, path, depth, result)
             else:
-                _scalar(key_node)  # rejects tags on keys the same way as on values
+                if tag != _STR:
+                    _scalar(key_node)  # rejects tags on keys the same way as on values
                 explicit.append((key_node, value_node))
-        seen: dict[str, Span] = {}
+        seen: dict[str, Any] = {}
+        record = self.record
         for key_node, value_node in explicit:  # "<<: *defaults": explicit keys win over merged ones
             key = sys.intern(key_node.value)   # the same few keys in every document
             if key in seen:
-                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key][0]}); "
+                raise _Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1}); "
                               "YAML keeps only one of them, so remove the other", key_node)
-            seen[key] = _span(key_node)
-            if self.record:
-                self.keys[path + (key,)] = seen[key]
-            result[key] = self.build(value_node, path + (key,), depth + 1)
+            seen[key] = key_node
+            if record:
+                self.keys[path + (key,)] = _span(key_node)
+                result[key] = self.build(value_node, path + (key,), depth + 1)
+            else:
+                result[key] = self.build(value_node, path, depth + 1)
         return result
 
     def _merge(self, merge: Any, path: Path_, depth: int, result: dict) -> None:
@@ -317,6 +363,8 @@ class _Resolver(VersionedResolver):
     its text, so resolved tags are cached (Tags are never mutated here)."""
 
     _plain: dict[str, Any] = {}
+    _shared: dict[str, Any] = {}     # tag text -> the one Tag the resolver returns for it
+    _kinds: dict[Any, Any] = {}      # node class -> its tag when not a plain scalar
 
     @property
     def processing_version(self) -> Any:
@@ -326,15 +374,50 @@ class _Resolver(VersionedResolver):
         if kind is ScalarNode and implicit[0]:
             tag = self._plain.get(value)
             if tag is None:
-                tag = super().resolve(kind, value, implicit)
+                tag = self._share(super().resolve(kind, value, implicit))
                 if len(self._plain) < 50_000:
                     self._plain[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)
+        # without path resolvers, the tag of a collection or of a quoted scalar depends on its kind alone
+        tag = self._kinds.get(kind)
+        if tag is None:
+            tag = self._kinds[kind] = self._share(super().resolve(kind, value, implicit))
+        return tag
+
+    def _share(self, tag: Any) -> Any:
+        """One Tag per text, registered in _TAG_TEXT: the builder then reads a node's
+        tag with a dict lookup instead of formatting it (a million times in 20,000 files)."""
+        if id(tag) in _TAG_TEXT:
+            return tag
+        text = str(tag)
+        shared = self._shared.setdefault(text, tag)
+        _TAG_TEXT[id(shared)] = text
+        return shared
 
 
 _yaml = YAML(typ="safe", pure=False)
 _yaml.Resolver = _Resolver
+
+
+class _Composer(CParser, _Resolver):
+    """libyaml's composer with our resolver, made once: YAML.compose_all makes a new
+    loader class for every call and appends to a list that is never emptied, which
+    over 20,000 files costs seconds and megabytes that are never given back."""
+
+    def __init__(self, text: str) -> None:
+        CParser.__init__(self, text)
+        self._parser = self._composer = self
+        _Resolver.__init__(self, loadumper=self)
+
+
+def _compose_all(text: str) -> Iterator[Any]:
+    """The node graph of each document of ``text``, one by one."""
+    composer = _Composer(text)
+    try:
+        while composer.check_node():
+            yield composer.get_node()
+    finally:
+        composer.dispose()
 
 
 POOLC_KINDS = ("ResourcePool", "Policy", "Stack", "Pipeline", "Allocation")
@@ -407,6 +490,7 @@ def _too_deep(text: str) -> int | None:
 
 _DEEP_INDENT = re.compile(r"^[ \t]{200,}", re.M)
 _INDICATOR_RUN = re.compile(r"(?:[-?:][ \t]+){50,}")
+_INDICATOR_PAIR = re.compile(r"[-?:][ \t]+[-?:]")   # what any run starts with; four times cheaper to look for
 
 
 def _block_too_deep(text: str) -> tuple[int, int] | None:
@@ -415,7 +499,7 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     with neither deep indentation nor long indicator runs cannot get there; anything
     else is measured on the parser's events (libyaml keeps its own stack, no recursion).
     Returns (line, column) where nesting first goes deeper than MAX_DEPTH."""
-    if not (_DEEP_INDENT.search(text) or _INDICATOR_RUN.search(text)):
+    if not (_DEEP_INDENT.search(text) or (_INDICATOR_PAIR.search(text) and _INDICATOR_RUN.search(text))):
         return None
     depth = 0
     try:
@@ -432,37 +516,58 @@ def _block_too_deep(text: str) -> tuple[int, int] | None:
     return None
 
 
+class PositionCache:
+    """The position tables one run keeps: those of the files asked last, up to
+    MAX_CACHED_SPANS spans in all (about 60 MB). A plan with thousands of warnings
+    composes each file once, and a run that reports on every one of 20,000 documents
+    still does not hold all of them. One per run (load_paths makes it), so nothing
+    outlives the documents that read it."""
+
+    def __init__(self, max_spans: int | None = None) -> None:
+        self.max_spans = MAX_CACHED_SPANS if max_spans is None else max_spans
+        self.tables: dict[_Positions, int] = {}     # insertion order = least recently computed first
+        self.spans = 0
+
+    def remember(self, positions: _Positions, spans: int) -> None:
+        self.tables[positions] = spans
+        self.spans += spans
+        while self.spans > self.max_spans and len(self.tables) > 1:
+            oldest = next(iter(self.tables))
+            self.spans -= self.tables.pop(oldest)
+            oldest.found = None
+
+
 class _Positions:
     """The positions of a file's documents, worked out again from its text on demand:
-    the same composer and builder as the first load, so the same spans. The files
-    asked last keep their tables, up to MAX_CACHED_SPANS spans in all (about 60 MB):
-    a plan with thousands of warnings composes each file once, and a run that
-    reports on every one of 20,000 documents still does not hold all of them."""
+    the same composer and builder as the first load, so the same spans."""
 
-    cached: dict[_Positions, int] = {}          # insertion order = least recently computed first
-    cached_spans = 0
-
-    def __init__(self, file: str, text: str):
-        self.file, self.text = file, text
+    def __init__(self, file: str, text: str, cache: PositionCache):
+        self.file, self.text, self.cache = file, text, cache
         self.found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None = None
 
     def of(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]]:
         if self.found is None:
             self.found = self._compose()
-            spans = sum(len(keys) + len(values) for _, keys, values in self.found.values())
-            cls = _Positions
-            cls.cached[self] = spans
-            cls.cached_spans += spans
-            while cls.cached_spans > MAX_CACHED_SPANS and len(cls.cached) > 1:
-                oldest = next(iter(cls.cached))
-                cls.cached_spans -= cls.cached.pop(oldest)
-                oldest.found = None
+            self.cache.remember(self, sum(len(keys) + len(values) for _, keys, values in self.found.values()))
         return self.found[index]
 
+    def data(self, index: int) -> Any:
+        """Document ``index`` of the file as plain data again (the same builder as the first load)."""
+        for i, node in enumerate(_compose_all(self.text)):
+            if i == index:
+                return _Builder(record=False).build(node, (), 0)
+        raise IndexError(index)
+
     def _compose(self) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]]:
+        try:
+            quick = _event_positions(self.text)
+        except (YAMLError, RecursionError, ValueError):
+            quick = None
+        if quick is not None:
+            return quick
         found = {}
         try:
-            for i, node in enumerate(_yaml.compose_all(self.text)):
+            for i, node in enumerate(_compose_all(self.text)):
                 if node is None or not _node_is_ours(node):
                     continue
                 builder = _Builder()
@@ -479,8 +584,85 @@ class _Positions:
 MAX_CACHED_SPANS = 250_000
 
 
+class _Frame:
+    """An open collection while _event_positions walks a document."""
+
+    __slots__ = ("path", "start", "mapping", "key", "count", "last")
+
+    def __init__(self, path: Path_, start: Any, mapping: bool):
+        self.path, self.start, self.mapping = path, start, mapping
+        self.key: str | None = None     # a mapping's key whose value comes next
+        self.count = 0                  # a sequence's items so far
+        self.last: Path_ | None = None  # the path of the last value (refines a block collection's end)
+
+
+def _event_span(start: Any, end: Any, collection: bool) -> Span:
+    if collection and end.line > start.line and end.column == 0:
+        return (start.line + 1, start.column + 1, end.line, start.column + 1)
+    return (start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+
+
+def _event_positions(text: str) -> dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None:
+    """The positions _Builder records, read from libyaml's events without composing
+    nodes or building data: the positions of a file asked again cost about half.
+    None (compose and build instead) when the text has an anchor, an alias, an
+    explicit tag or a merge key, whose positions only the builder gets right."""
+    composer = _Composer(text)
+    found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] = {}
+    keys: dict[Path_, Span] = {}
+    values: dict[Path_, Span] = {}
+    stack: list[_Frame] = []
+    index = -1
+    try:
+        while composer.check_event():
+            event = composer.get_event()
+            kind = type(event)
+            if kind is ScalarEvent or kind is MappingStartEvent or kind is SequenceStartEvent:
+                if event.anchor is not None or event.tag is not None:
+                    return None
+                parent = stack[-1] if stack else None
+                if parent is not None and parent.mapping and parent.key is None:
+                    if kind is not ScalarEvent or event.value == "<<":
+                        return None
+                    parent.key = event.value
+                    keys[parent.path + (event.value,)] = _event_span(event.start_mark, event.end_mark, False)
+                    continue
+                if parent is None:
+                    path: Path_ = ()
+                elif parent.mapping:
+                    assert parent.key is not None
+                    path, parent.key = parent.path + (parent.key,), None
+                else:
+                    path = parent.path + (parent.count,)
+                    parent.count += 1
+                if parent is not None:
+                    parent.last = path
+                if kind is ScalarEvent:
+                    values[path] = _event_span(event.start_mark, event.end_mark, False)
+                else:
+                    stack.append(_Frame(path, event.start_mark, kind is MappingStartEvent))
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                frame = stack.pop()
+                span = _event_span(frame.start, event.end_mark, True)
+                if frame.last is not None and frame.last in values and event.end_mark.column == 0:
+                    span = span[:2] + values[frame.last][2:]
+                values[frame.path] = span
+            elif kind is DocumentStartEvent:
+                index += 1
+                keys, values = {}, {}
+            elif kind is DocumentEndEvent:
+                if () in values:
+                    found[index] = (values[()], keys, values)
+            elif kind is AliasEvent:
+                return None
+    finally:
+        composer.dispose()
+    return found
+
+
 def load_text(file: str, text: str, max_documents: int | None = None,
-              counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
+              counts: dict[str, int] | None = None,
+              cache: PositionCache | None = None) -> tuple[list[Document], list[Diagnostic]]:
     """All poolc documents of one file's text. Other documents are skipped, and a
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
@@ -503,7 +685,7 @@ def load_text(file: str, text: str, max_documents: int | None = None,
         return documents, ([_error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", *block)]
                            if ours else [])
     try:
-        for index, node in enumerate(_yaml.compose_all(text)):
+        for index, node in enumerate(_compose_all(text)):
             if node is None:
                 continue
             if isinstance(node, SequenceNode) and any(_node_is_ours(item) for item in node.value):
@@ -518,7 +700,7 @@ def load_text(file: str, text: str, max_documents: int | None = None,
                 continue
             _tally(counts, "documents")
             if lazy is None:
-                lazy = _Positions(file, text)
+                lazy = _Positions(file, text, cache if cache is not None else PositionCache())
             try:
                 doc = Document(file, index, _Builder(record=False).build(node, (), 0), _span(node), lazy=lazy)
             except _Reject as reject:
@@ -596,8 +778,8 @@ def _read_regular(path: str) -> bytes | Diagnostic:
         os.close(fd)
 
 
-def load_file(path: str, budget: _Budget | None = None,
-              counts: dict[str, int] | None = None) -> tuple[list[Document], list[Diagnostic]]:
+def load_file(path: str, budget: _Budget | None = None, counts: dict[str, int] | None = None,
+              cache: PositionCache | None = None) -> tuple[list[Document], list[Diagnostic]]:
     raw = _read_regular(path)
     if isinstance(raw, Diagnostic):
         return [], [raw]
@@ -611,7 +793,7 @@ def load_file(path: str, budget: _Budget | None = None,
     if text is None:
         return [], [problem] if problem else []
     documents, problems = load_text(path, text, None if budget is None else MAX_DOCUMENTS - budget.documents,
-                                    counts)
+                                    counts, cache)
     if budget is not None:
         budget.documents += len(documents)
         if budget.documents > MAX_DOCUMENTS:
@@ -646,14 +828,24 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
     return files, problems
 
 
-def load_paths(paths: Iterable[str]) -> LoadResult:
+def load_paths(paths: Iterable[str], sink: Callable[[Document], None] | None = None,
+               cache: PositionCache | None = None) -> LoadResult:
+    """Every poolc document of the files named and below the directories named. With
+    ``sink``, each file's documents go to it as soon as the file is read and are not
+    collected: the caller builds its models file by file, so a large repository's
+    plain data never all exists at once."""
     files, problems = expand_paths(paths)
     documents: list[Document] = []
     budget = _Budget()
     counts: dict[str, int] = {}
+    cache = cache if cache is not None else PositionCache()
     for f in files:
-        docs, diags = load_file(f, budget, counts)
-        documents.extend(docs)
+        docs, diags = load_file(f, budget, counts, cache)
+        if sink is None:
+            documents.extend(docs)
+        else:
+            for doc in docs:
+                sink(doc)
         problems.extend(diags)
         if budget.exhausted:
             break

@@ -19,6 +19,8 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
     model_validator,
 )
@@ -150,6 +152,42 @@ def _resource_map_schema(schema: dict[str, Any]) -> None:
 
 class Spec(Strict):
     """Base of kind specs (kept as a name for readability)."""
+
+
+# The validation context key under which ConfigBuilder passes one dict per run:
+# (model class, data_key of the input) -> the validated instance.
+SHARED = "poolc.shared"
+_PLAIN = (str, int, float, bool, type(None), dict, list)
+
+
+def data_key(value: Any) -> str | None:
+    """A short, exact stand-in for plain YAML data: its repr, which tells apart what
+    validation does (1, 1.0, True and "1"; 0.0 and -0.0; key order). None when the
+    data holds anything else, such as the loader's stand-in for an integer too long
+    to convert (its repr names only its length): such data is never shared."""
+    key = repr(value)
+    return None if type(value) not in _PLAIN or "integer of" in key else key
+
+
+class Shared(Spec):
+    """A part that thousands of documents write identically (a step's resources, a
+    whole step): validated once per run and then shared, the instance being frozen.
+    A repository of 20,000 pipelines holds a few hundred distinct ones, so this saves
+    both the validation and most of the models' memory."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _shared(cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        cache: dict | None = info.context.get(SHARED) if isinstance(info.context, dict) else None
+        if cache is None or type(data) is not dict:
+            return handler(data)
+        key = data_key(data)
+        if key is None:
+            return handler(data)
+        found = cache.get((cls, key))
+        if found is None:
+            found = cache[cls, key] = handler(data)   # only a valid part is kept: a failure raises
+        return found
 
 
 # --- ResourcePool ----------------------------------------------------------------
@@ -307,7 +345,7 @@ RECLAIM_TOLERANCE = {"none": False, "any": True}
 NO_MEANING = ("allocation_wait_timeout_seconds", "initialization_lease_seconds")
 
 
-class ResourceSettings(Spec):
+class ResourceSettings(Shared):
     """ZenML's ResourceSettings (zenml 0.95-0.96 names), plus ZenML 0.98's resources, gpu_class, reclaim_tolerance."""
 
     model_config = ConfigDict(json_schema_extra=lambda schema, _: _settings_schema(schema))
@@ -369,26 +407,37 @@ class ResourceSettings(Spec):
         spelling: a step's gpu_class overrides the pipeline's gpu_type."""
         if not self.new_spellings():
             return self
-        fields = self.model_dump(exclude_none=True, exclude=set(NEW_SPELLINGS))
-        if self.resources is not None:
-            fields["pool_resources"] = self.resources
-        if self.gpu_class is not None:
-            fields["gpu_type"] = self.gpu_class
-        if self.reclaim_tolerance is not None:
-            fields["preemptible"] = RECLAIM_TOLERANCE[self.reclaim_tolerance]
-        return ResourceSettings.model_construct(**fields)  # validated already
+        return ResourceSettings.model_construct(**self.v1_fields())  # validated already
 
-    def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
+    def v1_fields(self) -> dict[str, Any]:
+        """The fields set here, by their v1 names (read from the instance: a model_dump
+        per step is what made the requests of a large repository slow)."""
+        fields = {key: value for key, value in self.__dict__.items() if value is not None}
+        if self.resources is not None:
+            fields["pool_resources"] = fields.pop("resources")
+        if self.gpu_class is not None:
+            fields["gpu_type"] = fields.pop("gpu_class")
+        if self.reclaim_tolerance is not None:
+            fields["preemptible"] = RECLAIM_TOLERANCE[fields.pop("reclaim_tolerance")]
+        return fields
+
+    def merged_fields(self, default: ResourceSettings | None) -> dict[str, Any]:
         """Field by field, this (the step) wins; pool_resources maps merge key by key.
-        Both sides are read in v1 spellings (canonical)."""
-        own = self.canonical()
+        Both sides are read in v1 spellings."""
+        own = self.v1_fields()
         if default is None:
             return own
-        default = default.canonical()
-        fields = {**default.model_dump(exclude_none=True), **own.model_dump(exclude_none=True)}
-        if default.pool_resources is not None and own.pool_resources is not None:
-            fields["pool_resources"] = {**default.pool_resources, **own.pool_resources}
-        return ResourceSettings.model_construct(**fields)  # both sides are validated already
+        base = default.v1_fields()
+        fields = {**base, **own}
+        if "pool_resources" in base and "pool_resources" in own:
+            fields["pool_resources"] = {**base["pool_resources"], **own["pool_resources"]}
+        return fields
+
+    def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
+        """The settings a step runs with: merged_fields as a ResourceSettings."""
+        if default is None:
+            return self.canonical()
+        return ResourceSettings.model_construct(**self.merged_fields(default))  # both sides are validated already
 
 
 def _settings_schema(schema: dict[str, Any]) -> None:
@@ -398,13 +447,13 @@ def _settings_schema(schema: dict[str, Any]) -> None:
         schema["properties"][name].pop("default", None)
 
 
-class Settings(Spec):
+class Settings(Shared):
     resources: ResourceSettings | None = Field(default=None, description=(
         "ZenML ResourceSettings. At pipeline level: the default of every step; at step level: merged over the "
         "default field by field, the step winning. See docs/format.md#resourcesettings."))
 
 
-class Step(Spec):
+class Step(Shared):
     step_operator: Name | None = Field(default=None, description=(
         "A step operator of the pipeline's stack; it becomes the requester. Default: the stack's orchestrator."))
     image: NonEmpty | None = Field(default=None, description="Container image; default: the component's image.")

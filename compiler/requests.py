@@ -10,16 +10,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from .config import Config, Entry
-from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, parse_timestamp
+from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, data_key, parse_timestamp
 from .units import duration_seconds, mcpu_ceil, memory_mb_ceil
 
 # The node label a gpu_type selects on Kubernetes (NVIDIA GPU feature discovery's).
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # one per step: 100,000 of them in a large repository
 class StepRequest:
     id: str                          # "<pipeline>/<step>"
     pipeline: str
@@ -124,25 +125,47 @@ def _submitted(request: StepRequest) -> datetime:
     return request.submitted_at
 
 
+def _distinct(distinct: dict[str, tuple[ResourceSettings, dict[str, int]]],
+              fields: dict[str, Any]) -> tuple[ResourceSettings, dict[str, int]]:
+    """The shared settings and demand of these merged fields."""
+    key = data_key(dict(sorted(fields.items())))
+    found = distinct.get(key) if key is not None else None
+    if found is None:
+        settings = ResourceSettings.model_construct(**fields)  # both sides are validated already
+        found = settings, demand_of(settings)
+        if key is not None:
+            distinct[key] = found
+    return found
+
+
 def build_requests(config: Config) -> list[StepRequest]:
     """Every step of every pipeline, in arrival order."""
     file_rank = {f: i for i, f in enumerate(config.files)}
     entries = sorted(config.pipelines.values(), key=lambda e: (file_rank.get(e.doc.file, len(file_rank)),
                                                                e.doc.file, e.doc.index))
     found: list[StepRequest] = []
+    # Steps that merge to equal settings share one ResourceSettings and one demand:
+    # a repository of 100,000 steps holds a few thousand distinct ones. Validation
+    # shares equal parts (model.Shared), so a repeated (own, default) pair is known
+    # by identity and not even merged again.
+    merged: dict[tuple[int, int], tuple[ResourceSettings, dict[str, int]]] = {}
+    distinct: dict[str, tuple[ResourceSettings, dict[str, int]]] = {}
     for entry in entries:
         pipeline = entry.obj
         default = pipeline.spec.settings.resources if pipeline.spec.settings else None
         for step_name, step in pipeline.spec.steps.items():
             own = step.settings.resources if step.settings and step.settings.resources else None
-            settings = (own or ResourceSettings()).merged_over(default)
+            pair = (id(own), id(default))   # both stay alive with the config during the loop
+            if pair not in merged:
+                merged[pair] = _distinct(distinct, (own or ResourceSettings()).merged_fields(default))
+            settings, demand = merged[pair]
             found.append(StepRequest(
                 id=f"{pipeline.metadata.name}/{step_name}",
                 pipeline=pipeline.metadata.name,
                 step=step_name,
                 requester=requester_of(config, pipeline, step.step_operator),
                 settings=settings,
-                demand=demand_of(settings),
+                demand=demand,
                 preemptible=settings.preemptible if settings.preemptible is not None else True,
                 submitted_at=parse_timestamp(step.submitted_at) if step.submitted_at else None,
                 entry=entry,

@@ -9,16 +9,16 @@ in the nearest ``pyproject.toml`` (docs/cli.md#configuration-file).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from . import diagnostics as d
 from .checks import Context, run_checks
-from .config import Config, build_config
+from .config import Config, ConfigBuilder
 from .diagnostics import Diagnostic, has_errors
-from .load import LoadResult, load_paths, load_text
+from .load import Document, LoadResult, PositionCache, load_paths, load_text
 from .requests import StepRequest
 
 STDIN = "-"
@@ -143,22 +143,29 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _load(paths: list[str], stdin: bytes | None) -> LoadResult:
-    """load_paths, with ``-`` read from ``stdin`` (as ``<stdin>``) at its place in the order."""
+def _load(paths: list[str], stdin: bytes | None, sink: Callable[[Document], None]) -> LoadResult:
+    """load_paths into ``sink``, with ``-`` read from ``stdin`` (as ``<stdin>``) at its place in the order."""
+    cache = PositionCache()
     if stdin is None or STDIN not in paths:
-        return load_paths(paths)
+        return load_paths(paths, sink, cache)
     from .load import decode
 
     index = paths.index(STDIN)
-    before = load_paths(paths[:index])
-    after = load_paths([p for p in paths[index + 1:] if p != STDIN])
+    before = load_paths(paths[:index], sink, cache)
     text, problem = decode(STDIN_NAME, stdin)
-    documents, problems = load_text(STDIN_NAME, text, counts=before.counts) if text is not None else ([], [])
+    documents, problems = (load_text(STDIN_NAME, text, counts=before.counts, cache=cache) if text is not None
+                           else ([], []))
+    for doc in documents:
+        sink(doc)
     seen = set(before.files)
-    late = [doc for doc in after.documents if doc.file not in seen]
+
+    def late(doc: Document) -> None:
+        if doc.file not in seen:
+            sink(doc)
+
+    after = load_paths([p for p in paths[index + 1:] if p != STDIN], late, cache)
     counts = {k: before.counts.get(k, 0) + after.counts.get(k, 0) for k in ("documents", "foreign")}
-    return LoadResult([*before.files, STDIN_NAME, *(f for f in after.files if f not in seen)],
-                      [*before.documents, *documents, *late],
+    return LoadResult([*before.files, STDIN_NAME, *(f for f in after.files if f not in seen)], [],
                       [*before.diagnostics, *([problem] if problem else []), *problems,
                        *(x for x in after.diagnostics if x.file not in seen)], counts)
 
@@ -169,10 +176,11 @@ def validate_paths(paths: Iterable[str], *, stdin: bytes | None = None, options:
     paths = list(paths)
     if options is None:
         options = read_options()
-    loaded = _load(paths, stdin)
-    config, problems = build_config(loaded.files, loaded.documents)
+    builder = ConfigBuilder()   # file by file: the plain data of every document never exists at once
+    loaded = _load(paths, stdin, builder.add)
+    config, problems = builder.finish(loaded.files)
     context = Context(config)
     problems = loaded.diagnostics + problems + run_checks(context)
     return Validation(config, sorted(set(apply_options(problems, options))), context,
-                      documents=loaded.counts.get("documents", len(loaded.documents)),
+                      documents=loaded.counts.get("documents", 0),
                       foreign=loaded.counts.get("foreign", 0), files=loaded.files)

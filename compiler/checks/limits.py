@@ -20,8 +20,10 @@ from . import Context, check
 _FIELD = {"mcpu": "cpu", "memory_mb": "memory"}
 
 
-def _where(units_key: str, written: dict) -> str:
-    return _FIELD[units_key] if units_key in _FIELD and _FIELD[units_key] in written else units_key
+def _where(units_key: str, resource_map: ResourceMap) -> str:
+    """The key as written: cpu and memory are the aliases of mcpu and memory_mb."""
+    alias = _FIELD.get(units_key)
+    return alias if alias is not None and getattr(resource_map, alias) is not None else units_key
 
 
 @check(d.P007)
@@ -34,9 +36,8 @@ def resource_maps(ctx: Context) -> Iterator[Diagnostic]:
         if policy.obj.spec.limit is not None:
             tables.append((policy, "limit", policy.obj.spec.limit))
     for entry, field, resource_map in tables:
-        written = entry.doc.data.get("spec", {}).get(field) or {}
         for key, value in sorted(resource_map.units().items()):
             if value > MAX_INT:
                 yield entry.doc.diagnostic(
                     d.P007, f"{field} {key} is {value} units, more than poolc plans with ({MAX_INT}); "
-                    "check the unit", ("spec", field, _where(key, written)))
+                    "check the unit", ("spec", field, _where(key, resource_map)))
