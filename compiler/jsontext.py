@@ -73,12 +73,7 @@ def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> 
             elif kind is int:
                 out.append(name + int.__repr__(item))
             else:
-                text = _scalar(item, encode)
-                if text is None:
-                    out.append(name)
-                    _write(item, inner, step, encode, out)
-                else:
-                    out.append(name + text)
+                _item(name, item, inner, step, encode, out)
             head = separator
         out.append(newline + "}")
     elif kind is list or kind is tuple:
@@ -89,12 +84,7 @@ def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> 
         separator = "," + inner
         head = "[" + inner
         for item in value:
-            text = _scalar(item, encode)
-            if text is None:
-                out.append(head)
-                _write(item, inner, step, encode, out)
-            else:
-                out.append(head + text)
+            _item(head, item, inner, step, encode, out)
             head = separator
         out.append(newline + "]")
     else:
@@ -102,3 +92,13 @@ def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> 
         if text is None:
             raise _Unknown
         out.append(text)
+
+
+def _item(prefix: str, item: Any, inner: str, step: str, encode: Any, out: list[str]) -> None:
+    """Append one member of a container after ``prefix`` (its key or separator)."""
+    text = _scalar(item, encode)
+    if text is None:
+        out.append(prefix)
+        _write(item, inner, step, encode, out)
+    else:
+        out.append(prefix + text)
