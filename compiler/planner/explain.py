@@ -8,6 +8,7 @@ sentences, deterministic, and name the rule, the key and both numbers.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -56,6 +57,7 @@ class FinalState:
     _demand: dict[str, Mapping[str, int]] | None = field(default=None, repr=False)
     _borrowed: dict[str, dict[str, int]] | None = field(default=None, repr=False)
     _borrowers: dict[str, list[tuple[PolicyRule, Mapping[str, int]]]] | None = field(default=None, repr=False)
+    _borrowed_units: dict[tuple[str, str], tuple[list[int], list[int]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, problem: Problem, solution: Solution) -> FinalState:
@@ -111,6 +113,25 @@ class FinalState:
                     found[member.pool].append((member.policy, member.holds))
             self._borrowers = found
         return self._borrowers.get(pool_name, [])
+
+    def borrowed_units(self, pool_name: str, key: str) -> tuple[list[int], list[int]]:
+        """(the borrowers' distinct priorities ascending, units of ``key`` they hold at
+        priorities up to each, cumulative) in the pool: how much borrowers below a
+        priority hold is then one lookup, not a walk over every borrower (a queued
+        request asks per key and eligible pool; at 50,000 requests that walk took
+        most of the time spent explaining)."""
+        found = self._borrowed_units.get((pool_name, key))
+        if found is None:
+            by_priority: dict[int, int] = {}
+            for owner, amounts in self.borrowers(pool_name):
+                by_priority[owner.priority] = by_priority.get(owner.priority, 0) + amounts.get(key, 0)
+            priorities = sorted(by_priority)
+            totals, running = [], 0
+            for priority in priorities:
+                running += by_priority[priority]
+                totals.append(running)
+            found = self._borrowed_units[pool_name, key] = (priorities, totals)
+        return found
 
     def borrowed(self) -> dict[str, dict[str, int]]:
         """Computed once (``_borrowed_walk``)."""
@@ -174,13 +195,11 @@ def _borrowers(state: FinalState, policy: PolicyRule, request: Request, key: str
     pool = policy.pool
     in_share = all(state.held[policy.name].get(k, 0) + units <= policy.rsv(k)
                    for k, units in metered_demand(state.problem.pool(pool), request.demand).items())
-    may = may_not = 0
-    for owner, amounts in state.borrowers(pool):
-        if in_share or owner.priority < policy.priority:
-            may += amounts.get(key, 0)
-        else:
-            may_not += amounts.get(key, 0)
-    return may, may_not, in_share
+    priorities, totals = state.borrowed_units(pool, key)
+    held = totals[-1] if totals else 0
+    below = bisect_left(priorities, policy.priority)            # borrowers below the policy's priority
+    may = held if in_share else (totals[below - 1] if below else 0)
+    return may, held - may, in_share
 
 
 def _capacity_hold(state: FinalState, policy: PolicyRule, request: Request, key: str, units: int,
