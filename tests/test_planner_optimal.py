@@ -261,6 +261,26 @@ def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypat
         assert bruteforce.vector(p, sol.admitted, set(sol.preempted)) == sol.objective, f"seed {seed}"
 
 
+def test_a_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-rank tier is solved with pool preference folded in for at most
+    FOLD_QUICK deterministic seconds, then alone (hinted with what the fold found)
+    and the preference tier after it; with no time for the fold at all, every
+    tier still gets the value of the folded solve and of the brute force."""
+    from compiler.planner import optimal
+
+    folded = [solve(random_crowded_problem(seed)) for seed in range(30)]
+    monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
+    for seed, sol in enumerate(folded):
+        p = random_crowded_problem(seed)
+        apart = solve(p)
+        assert sol.status == apart.status == "OPTIMAL", f"seed {seed}"
+        assert apart.objective == sol.objective, f"seed {seed}"
+        assert bruteforce.violations(p, apart.admitted, set(apart.preempted)) == [], f"seed {seed}"
+        assert bruteforce.vector(p, apart.admitted, set(apart.preempted)) == apart.objective, f"seed {seed}"
+    for seed in range(60):
+        check_against_bruteforce(random_contention_problem(seed))
+
+
 def test_independent_parts_match_bruteforce() -> None:
     for seed in range(40):
         p = random_split_problem(seed)

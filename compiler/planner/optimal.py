@@ -79,6 +79,7 @@ from .decompose import pool_groups
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
+FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
@@ -620,7 +621,8 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
             else:
                 _hint(b, assignment)
             fifo = i == b.count_tiers + 1
-            solver = _solver(min(left, FIFO_QUICK) if fifo else left, presolve=i <= b.count_tiers)
+            quick = FIFO_QUICK if fifo else FOLD_QUICK if weight else math.inf
+            solver = _solver(min(left, quick), presolve=i <= b.count_tiers)
             status = solver.solve(model)
             budget.spent += solver.deterministic_time
             if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
@@ -631,6 +633,19 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 budget.spent += again.deterministic_time
                 if found_again != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
                     solver, status = again, found_again
+            elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
+                # the fold is not proven quickly: the tier alone, hinted with what the
+                # fold found (the next tier is then solved on its own)
+                if status == cp_model.FEASIBLE:
+                    assignment = _exact_assignment(b, solver.value)
+                b.model.clear_objective()
+                (b.model.maximize if tier.maximize else b.model.minimize)(expr)
+                _hint(b, assignment)
+                again = _solver(left - solver.deterministic_time, presolve=False)
+                found_again = again.solve(model)
+                budget.spent += again.deterministic_time
+                if found_again != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
+                    solver, status, weight = again, found_again, 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
                 vals = _decisions(b, _lookup(assignment))
