@@ -205,6 +205,7 @@ class _Built:
     all_vars: list[cp_model.IntVar] = field(default_factory=list)
     tiers: list[_Tier] = field(default_factory=list)
     reach: dict[int, int] = field(default_factory=dict)                       # class -> most it can admit
+    reach_via: dict[tuple[int, int], int] = field(default_factory=dict)       # (class, policy idx) -> same
     count_tiers: int = 0                                                      # |Z|, admissions, victims
 
 
@@ -311,6 +312,7 @@ def _build(problem: Problem, classes: list[_Class], victims: list[_VictimClass],
         size = len(cls.members)
         reach = _reach(cls, by_pool)
         for pi, q in enumerate(cls.policies):
+            b.reach_via[ci, pi] = reach[pi]
             b.n[ci, pi] = model.new_int_var(0, size, f"n_{ci}_{pi}")
             d = cls.demands[pi]
             if all(v <= q.rsv(k) for k, v in d.items()):
@@ -485,11 +487,21 @@ def _late_tier(b: _Built) -> _Tier:
 
 
 def _preference_tier(b: _Built) -> _Tier:
-    """Tier 5: the higher-priority policy, then the pool name, for each admission."""
+    """Tier 5: the higher-priority policy, then the pool name, for each admission.
+
+    Its bound takes each class's best policies first, each up to what it can reach
+    (an exact upper bound): the start-rank tier is folded with weight bound + 1, and
+    a weight ten times larger than needed left the fold unproven after 9.7
+    deterministic s at 10,000 requests, seed 5 (0.9 s with this bound)."""
     weight = {(ci, pi): len(b.classes[ci].policies) - pi for ci, pi in b.n}
+    most = 0
+    for ci, cls in enumerate(b.classes):     # best policies first, each up to what it can reach
+        left = len(cls.members)
+        for pi in range(len(cls.policies)):
+            take = min(left, b.reach_via[ci, pi])
+            most, left = most + take * weight[ci, pi], left - take
     return _Tier("pool preference", True, [(b.n[k], weight[k]) for k in b.n],
-                 lambda vals: sum(vals.n[k] * weight[k] for k in b.n),
-                 sum(len(b.classes[ci].members) * weight[ci, pi] for ci, pi in b.n))
+                 lambda vals: sum(vals.n[k] * weight[k] for k in b.n), most)
 
 
 def _tiers(b: _Built, layout: _Layout) -> None:
