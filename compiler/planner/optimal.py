@@ -239,14 +239,6 @@ def _lookup(assignment: dict[int, int], default: int | None = None) -> Callable[
     return lambda var: assignment.get(var.index, default)
 
 
-def _in_pool(name: str) -> Callable[[_VictimClass], bool]:
-    return lambda vc: vc.policy.pool == name
-
-
-def _of_policy(name: str) -> Callable[[_VictimClass], bool]:
-    return lambda vc: vc.policy.name == name
-
-
 def _sum_n(keys: list[tuple[int, int]]) -> Callable[[_Values], int]:
     return lambda vals: sum(vals.n[k] for k in keys)
 
@@ -380,10 +372,15 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
     """H1 capacity, H2 limit, H3 non-preemptible share, and the in-share set Z."""
     kept = _kept(problem, set(pools))
 
-    def freed(match: Callable[[_VictimClass], bool], k: str) -> list[tuple[int, int]]:
-        """(victim class, units of k each member frees) for the matching classes."""
-        return [(gi, vc.holds[k]) for gi, vc in enumerate(b.victims)
-                if match(vc) and vc.holds.get(k, 0) > 0]
+    by_pool: dict[str, list[int]] = {}
+    by_policy: dict[str, list[int]] = {}
+    for gi, vc in enumerate(b.victims):          # in class order: the rows come out the same
+        by_pool.setdefault(vc.policy.pool, []).append(gi)
+        by_policy.setdefault(vc.policy.name, []).append(gi)
+
+    def freed(classes: list[int], k: str) -> list[tuple[int, int]]:
+        """(victim class, units of k each member frees) for those of ``classes`` holding k."""
+        return [(gi, b.victims[gi].holds[k]) for gi in classes if b.victims[gi].holds.get(k, 0) > 0]
 
     def rule(used: Terms, const: int, victims: list[tuple[int, int]], bound: int, name: str) -> None:
         _cap_rule(b.model, b, used, const, [(b.v[g], h) for g, h in victims],
@@ -395,7 +392,7 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
                     for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
                     if q.pool == pool.name and cls.demands[pi].get(k, 0) > 0]
             rule(used, kept.pool.get((pool.name, k), 0),
-                 freed(_in_pool(pool.name), k), pool.capacity[k],
+                 freed(by_pool.get(pool.name, []), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
 
     inside = set(pools)
@@ -406,7 +403,7 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
         for k in sorted(found.capacity):
             mine = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, p in enumerate(cls.policies)
                     if p.name == q.name and cls.demands[pi].get(k, 0) > 0]
-            terms = freed(_of_policy(q.name), k)
+            terms = freed(by_policy.get(q.name, []), k)
             const = kept.policy.get((q.name, k), 0)
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
                  q.limit.get(k, found.capacity[k]), f"lim_{q.name}_{k}")
