@@ -637,24 +637,19 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
             if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # not proven quickly: once more with presolve (same hint: measured faster
                 # than hinting what the first attempt found)
-                again = _solver(left - solver.deterministic_time, presolve=True)
-                found_again = again.solve(model)
-                budget.spent += again.deterministic_time
-                if found_again != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
-                    solver, status = again, found_again
+                solver, status, _ = _second_try(model, budget, left, solver, status, presolve=True)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # the fold is not proven quickly: the tier alone, hinted with what the
-                # fold found (the next tier is then solved on its own)
+                # fold found (the next tier is then solved on its own). Folded tiers are
+                # never restricted, so ``model`` is ``b.model``, where the objective goes.
                 if status == cp_model.FEASIBLE:
                     assignment = _exact_assignment(b, solver.value)
                 b.model.clear_objective()
                 (b.model.maximize if tier.maximize else b.model.minimize)(expr)
                 _hint(b, assignment)
-                again = _solver(left - solver.deterministic_time, presolve=False)
-                found_again = again.solve(model)
-                budget.spent += again.deterministic_time
-                if found_again != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
-                    solver, status, weight = again, found_again, 0
+                solver, status, replaced = _second_try(b.model, budget, left, solver, status, presolve=False)
+                if replaced:
+                    weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _exact_assignment(b, solver.value)
                 vals = _decisions(b, _lookup(assignment))
@@ -677,6 +672,20 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
+
+
+def _second_try(model: cp_model.CpModel, budget: _Budget, left: float, first: cp_model.CpSolver,
+                status: cp_model.CpSolverStatus, *,
+                presolve: bool) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
+    """Solve ``model`` again with what the first attempt left of the tier's share;
+    (solver, status, whether this attempt's answer replaced the first one's). The
+    second answer is kept unless it found nothing where the first found something."""
+    again = _solver(left - first.deterministic_time, presolve=presolve)
+    found = again.solve(model)
+    budget.spent += again.deterministic_time
+    if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
+        return again, found, True
+    return first, status, False
 
 
 def _fold_weight(tier: _Tier, after: _Tier | None) -> int:
