@@ -402,16 +402,11 @@ class ResourceSettings(Shared):
         """The ZenML 0.98 field names written here, in NEW_SPELLINGS order."""
         return [new for new in NEW_SPELLINGS if getattr(self, new) is not None]
 
-    def canonical(self) -> ResourceSettings:
-        """The same settings in v1 field names only, so merging and the demand see one
-        spelling: a step's gpu_class overrides the pipeline's gpu_type."""
-        if not self.new_spellings():
-            return self
-        return ResourceSettings.model_construct(**self.v1_fields())  # validated already
-
     def v1_fields(self) -> dict[str, Any]:
-        """The fields set here, by their v1 names (read from the instance: a model_dump
-        per step is what made the requests of a large repository slow)."""
+        """The fields set here, by their v1 names, so merging and the demand see one
+        spelling: a step's gpu_class overrides the pipeline's gpu_type. (Read from the
+        instance: a model_dump per step is what made the requests of a large
+        repository slow.)"""
         fields = {key: value for key, value in self.__dict__.items() if value is not None}
         if self.resources is not None:
             fields["pool_resources"] = fields.pop("resources")
@@ -434,9 +429,10 @@ class ResourceSettings(Shared):
         return fields
 
     def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
-        """The settings a step runs with: merged_fields as a ResourceSettings."""
-        if default is None:
-            return self.canonical()
+        """The settings a step runs with: merged_fields as a ResourceSettings (itself
+        when there is nothing to merge or rename)."""
+        if default is None and not self.new_spellings():
+            return self
         return ResourceSettings.model_construct(**self.merged_fields(default))  # both sides are validated already
 
 

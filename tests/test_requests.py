@@ -243,10 +243,10 @@ def test_example_repository_demands_match_the_hand_computed_table():
 # --- ZenML 0.98 spellings ------------------------------------------------------------
 
 def test_zenml_098_spellings_mean_the_v1_fields():
-    canonical = settings(resources={"lic": 2}, gpu_class="A100", reclaim_tolerance="none").canonical()
+    canonical = settings(resources={"lic": 2}, gpu_class="A100", reclaim_tolerance="none").merged_over(None)
     assert (canonical.pool_resources, canonical.gpu_type, canonical.preemptible) == ({"lic": 2}, "A100", False)
     assert canonical.new_spellings() == []
-    assert settings(reclaim_tolerance="any").canonical().preemptible is True
+    assert settings(reclaim_tolerance="any").merged_over(None).preemptible is True
 
 
 def test_zenml_098_spellings_merge_with_the_v1_fields_of_the_other_side():
