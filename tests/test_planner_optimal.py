@@ -16,6 +16,7 @@ from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running,
 from compiler.planner.decompose import pool_groups
 from compiler.planner.objective import objective_tiers
 from compiler.planner.optimal import solve
+from compiler.planner.solution import Solution
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bruteforce  # noqa: E402
@@ -238,6 +239,15 @@ def random_crowded_problem(seed: int) -> Problem:
     return problem(pools, policies, requests, running)
 
 
+def assert_same_tiers(p: Problem, seed: int, *, checked: Solution, other: Solution) -> None:
+    """Two ways of solving ``p`` reach the same proven tier values, and ``checked``
+    keeps every hard rule and scores that vector under the brute force."""
+    assert checked.status == other.status == "OPTIMAL", f"seed {seed}"
+    assert checked.objective == other.objective, f"seed {seed}"
+    assert bruteforce.violations(p, checked.admitted, set(checked.preempted)) == [], f"seed {seed}"
+    assert bruteforce.vector(p, checked.admitted, set(checked.preempted)) == checked.objective, f"seed {seed}"
+
+
 @pytest.mark.parametrize("block", range(2))
 def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each count tier is solved on a copy without the admissions and victims it
@@ -254,11 +264,7 @@ def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypat
     monkeypatch.setattr(optimal, "_restricted", plain)
     for seed, sol in zip(range(block * 25, block * 25 + 25), restricted, strict=True):
         p = random_crowded_problem(seed)
-        whole = solve(p)
-        assert sol.status == whole.status == "OPTIMAL", f"seed {seed}"
-        assert sol.objective == whole.objective, f"seed {seed}"
-        assert bruteforce.violations(p, sol.admitted, set(sol.preempted)) == [], f"seed {seed}"
-        assert bruteforce.vector(p, sol.admitted, set(sol.preempted)) == sol.objective, f"seed {seed}"
+        assert_same_tiers(p, seed, checked=sol, other=solve(p))
 
 
 def test_a_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,11 +278,7 @@ def test_a_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: py
     monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
     for seed, sol in enumerate(folded):
         p = random_crowded_problem(seed)
-        apart = solve(p)
-        assert sol.status == apart.status == "OPTIMAL", f"seed {seed}"
-        assert apart.objective == sol.objective, f"seed {seed}"
-        assert bruteforce.violations(p, apart.admitted, set(apart.preempted)) == [], f"seed {seed}"
-        assert bruteforce.vector(p, apart.admitted, set(apart.preempted)) == apart.objective, f"seed {seed}"
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
     for seed in range(60):
         check_against_bruteforce(random_contention_problem(seed))
 
