@@ -68,13 +68,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
-
 from compiler.planner.solution import Solution
 
 from ..domain.borrowing import borrowed_parts
 from ..domain.eligibility import eligible_policies, metered_demand
 from ..domain.problem import PolicyRule, Pool, Problem, Request, Running
+from . import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from .decompose import pool_groups
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned

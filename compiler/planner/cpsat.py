@@ -1,0 +1,138 @@
+"""The part of OR-Tools' CP-SAT API the planner uses, without numpy and pandas.
+
+Why: ``ortools.sat.python.cp_model`` imports numpy and pandas when it is imported
+(for its pandas-indexed helpers, which the planner never calls). That import is
+about 0.4 CPU s, a fifth of what a 1,000-request ``poolc plan`` may take. Recent
+ortools releases build models in C++ (``cp_model_helper.CpBaseModel``) and keep
+only a thin Python layer in ``cp_model``; this module is that layer for the few
+calls the planner makes, with the same names and signatures, so
+``optimal.py`` reads as ordinary CP-SAT code. The models it builds are
+byte-identical to ``cp_model``'s (``tests/test_cpsat.py`` compares them, and the
+answers), so the plans are too.
+
+On an ortools without the C++ builder (older than the releases that have it),
+this module is ``cp_model`` itself: slower to import, same answers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ortools.sat.python import cp_model_helper as _cmh
+
+if TYPE_CHECKING or not hasattr(_cmh, "CpBaseModel"):  # pragma: no cover - old ortools, or mypy
+    from ortools.sat.python.cp_model import (  # noqa: F401
+        FEASIBLE,
+        OPTIMAL,
+        UNKNOWN,
+        CpModel,
+        CpSolver,
+        CpSolverStatus,
+        IntVar,
+        LinearExpr,
+        LinearExprT,
+    )
+    BACKEND = "cp_model"
+else:
+    from ortools.util.python.sorted_interval_list import Domain
+
+    BACKEND = "cp_model_helper"
+    IntVar = _cmh.IntVar
+    LinearExpr = _cmh.LinearExpr
+    LinearExprT = Any
+    CpSolverStatus = _cmh.CpSolverStatus
+    OPTIMAL = _cmh.CpSolverStatus.OPTIMAL
+    FEASIBLE = _cmh.CpSolverStatus.FEASIBLE
+    UNKNOWN = _cmh.CpSolverStatus.UNKNOWN
+
+    class CpModel(_cmh.CpBaseModel):  # type: ignore[no-redef]
+        """A CP-SAT model: integer variables, linear constraints, one objective, a hint."""
+
+        def __init__(self) -> None:
+            _cmh.CpBaseModel.__init__(self, None)
+
+        @property
+        def proto(self) -> Any:
+            return self.model_proto
+
+        def new_int_var(self, lb: int, ub: int, name: str) -> Any:
+            return IntVar(self.model_proto).with_name(name).with_domain(Domain(lb, ub))
+
+        def new_bool_var(self, name: str) -> Any:
+            return self.new_int_var(0, 1, name)
+
+        def add(self, ct: Any) -> Any:
+            """Adds a bounded linear expression (``x + 2 * y <= 3``); nothing else is needed here."""
+            if not isinstance(ct, _cmh.BoundedLinearExpression):
+                raise TypeError(f"not supported: CpModel.add({type(ct).__name__!r})")
+            return self._add_bounded_linear_expression(ct)
+
+        def clone(self) -> CpModel:
+            copy = CpModel()
+            copy.proto.copy_from(self.proto)
+            copy.rebuild_constant_map()
+            return copy
+
+        def get_int_var_from_proto_index(self, index: int) -> Any:
+            if not 0 <= index < len(self.model_proto.variables):
+                raise ValueError(f"get_int_var_from_proto_index: out of bound index {index}")
+            return IntVar(self.model_proto, index)
+
+        def clear_objective(self) -> None:
+            self.model_proto.clear_objective()
+            self.model_proto.clear_floating_point_objective()
+
+        def minimize(self, obj: Any) -> None:
+            self._set_objective(obj, maximize=False)
+
+        def maximize(self, obj: Any) -> None:
+            self._set_objective(obj, maximize=True)
+
+        def _set_objective(self, obj: Any, *, maximize: bool) -> None:
+            """An integer linear objective, stored as cp_model stores it (maximizing
+            is minimizing the negation, with scaling factor -1)."""
+            self.clear_objective()
+            if not isinstance(obj, LinearExpr) or not obj.is_integer():
+                raise TypeError(f"not an integer linear objective: {type(obj).__name__!r}")
+            flat = _cmh.FlatIntExpr(obj)
+            objective = self.model_proto.objective
+            for var in flat.vars:
+                objective.vars.append(var.index)
+            sign = -1 if maximize else 1
+            objective.scaling_factor = float(sign)
+            objective.offset = sign * flat.offset
+            objective.coeffs.extend([sign * c for c in flat.coeffs])
+
+        def add_hint(self, var: Any, value: int) -> None:
+            self.model_proto.solution_hint.vars.append(var.index)
+            self.model_proto.solution_hint.values.append(int(value))
+
+        def clear_hints(self) -> None:
+            self.model_proto.clear_solution_hint()
+
+    class CpSolver:  # type: ignore[no-redef]
+        """Solves a CpModel with ``parameters``; then reads the response."""
+
+        def __init__(self) -> None:
+            self.parameters = _cmh.SatParameters()
+            self._response: Any = None
+
+        def solve(self, model: CpModel) -> Any:
+            wrapper = _cmh.SolveWrapper()
+            wrapper.set_parameters(self.parameters)
+            self._response = wrapper.solve(model.proto)
+            return self._response.status
+
+        def value(self, expression: Any) -> int:
+            return int(_cmh.ResponseHelper.value(self._response, expression))
+
+        @property
+        def best_objective_bound(self) -> float:
+            return float(self._response.best_objective_bound)
+
+        @property
+        def deterministic_time(self) -> float:
+            return float(self._response.deterministic_time)
+
+        def status_name(self, status: Any = None) -> str:
+            return str((self._response.status if status is None else status).name)

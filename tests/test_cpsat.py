@@ -1,0 +1,92 @@
+"""compiler.planner.cpsat builds the models ortools' own cp_model would, and solves them alike.
+
+The planner imports cpsat instead of cp_model to spare every `poolc plan` the
+numpy and pandas imports; these tests hold it to being a faithful subset."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ortools.sat.python import cp_model
+from test_planner_optimal import random_contention_problem, random_crowded_problem
+
+from compiler.planner import cpsat, optimal
+
+REPO = Path(__file__).resolve().parent.parent
+needs_helper = pytest.mark.skipif(cpsat.BACKEND != "cp_model_helper",
+                                  reason="this ortools has no C++ model builder: cpsat is cp_model itself")
+
+
+def build(api, *, maximize: bool):  # noqa: ANN001, ANN201 - either module
+    """Every call the planner makes, in one small model."""
+    model = api.CpModel()
+    x = model.new_int_var(0, 10, "x")
+    y = model.new_int_var(-3, 7, "y")
+    ok = model.new_bool_var("ok")
+    model.add(x + 2 * y <= 12)
+    model.add(api.LinearExpr.weighted_sum([x, y], [3, -1]) >= -4)
+    model.add(x - y <= 5).only_enforce_if(ok)
+    model.add(x == 0).only_enforce_if(~ok)
+    objective = api.LinearExpr.weighted_sum([x, y, ok], [2, 5, 1]) + 3
+    (model.maximize if maximize else model.minimize)(objective)
+    model.add_hint(x, 1)
+    model.add_hint(y, 2)
+    copy = model.clone()
+    copy.add(copy.get_int_var_from_proto_index(y.index) <= 6)
+    copy.clear_hints()
+    copy.add_hint(copy.get_int_var_from_proto_index(x.index), 0)
+    return model, copy, [x, y, ok]
+
+
+@needs_helper
+@pytest.mark.parametrize("maximize", [True, False])
+def test_cpsat_builds_the_protos_cp_model_builds(maximize: bool) -> None:
+    for ours, theirs in zip(build(cpsat, maximize=maximize)[:2], build(cp_model, maximize=maximize)[:2],
+                            strict=True):
+        assert str(ours.proto) == str(theirs.proto)
+        assert str(ours.proto) != ""
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_cpsat_solves_as_cp_model_solves(maximize: bool) -> None:
+    answers = []
+    for api in (cpsat, cp_model):
+        model, copy, variables = build(api, maximize=maximize)
+        row = []
+        for m in (model, copy):
+            solver = api.CpSolver()
+            solver.parameters.num_workers = 1
+            solver.parameters.max_deterministic_time = 5.0
+            status = solver.solve(m)
+            assert status == api.OPTIMAL, solver.status_name(status)
+            row.append((solver.status_name(status), solver.best_objective_bound,
+                        [solver.value(v) for v in variables]))
+        answers.append(row)
+    assert answers[0] == answers[1]
+    feasible = [2 * x + 5 * y + ok + 3 for x in range(11) for y in range(-3, 8) for ok in (0, 1)
+                if x + 2 * y <= 12 and 3 * x - y >= -4 and (x - y <= 5 if ok else x == 0)]
+    assert answers[0][0][1] == (max if maximize else min)(feasible)
+
+
+@needs_helper
+@pytest.mark.parametrize("seed", range(12))
+def test_the_planner_plans_the_same_on_either_module(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = (random_contention_problem if seed % 2 else random_crowded_problem)(seed)
+    ours = optimal.solve(problem)
+    monkeypatch.setattr(optimal, "cp_model", cp_model)
+    theirs = optimal.solve(problem)
+    assert ours == theirs
+    assert ours.status == "OPTIMAL"
+
+
+@needs_helper
+def test_planning_imports_neither_numpy_nor_pandas() -> None:
+    code = ("import sys; from compiler.planner import optimal; "
+            "sys.exit(sorted({'numpy', 'pandas', 'ortools.sat.python.cp_model'} & set(sys.modules)) or 0)")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
