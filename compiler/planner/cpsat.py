@@ -1,24 +1,28 @@
 """The part of OR-Tools' CP-SAT API the planner uses, without numpy and pandas.
 
 Why: ``ortools.sat.python.cp_model`` imports numpy and pandas when it is imported
-(for its pandas-indexed helpers, which the planner never calls). That import is
-about 0.4 CPU s, a fifth of what a 1,000-request ``poolc plan`` may take. Recent
-ortools releases build models in C++ (``cp_model_helper.CpBaseModel``) and keep
-only a thin Python layer in ``cp_model``; this module is that layer for the few
-calls the planner makes, with the same names and signatures, so
-``optimal.py`` reads as ordinary CP-SAT code. The models it builds are
-byte-identical to ``cp_model``'s (``tests/test_cpsat.py`` compares them, and the
-answers), so the plans are too.
+(for its pandas-indexed helpers, which the planner never calls), and the C++
+model class under it imports numpy when a model is made: about 0.5 CPU s
+together, a quarter of what a 1,000-request ``poolc plan`` may take. Recent
+ortools releases expose the model proto, variables and linear expressions in
+C++ (``cp_model_helper``); this module writes the few kinds of constraint the
+planner adds straight into that proto, with cp_model's names and signatures, so
+``optimal.py`` reads as ordinary CP-SAT code. The protos are the ones
+``cp_model`` writes (``tests/test_cpsat.py`` compares them on the planner's own
+models, and the answers), so the plans are the same.
 
-On an ortools without the C++ builder (older than the releases that have it),
-this module is ``cp_model`` itself: slower to import, same answers.
+On an ortools without ``cp_model_helper.CpBaseModel`` (older releases), this
+module is ``cp_model`` itself: slower to import, same answers.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ortools.sat.python import cp_model_helper as _cmh
+try:
+    from ortools.sat.python import cp_model_helper as _cmh
+except ImportError:  # pragma: no cover - old ortools
+    _cmh = None  # type: ignore[assignment]
 
 if TYPE_CHECKING or not hasattr(_cmh, "CpBaseModel"):  # pragma: no cover - old ortools, or mypy
     from ortools.sat.python.cp_model import (  # noqa: F401
@@ -45,11 +49,26 @@ else:
     FEASIBLE = _cmh.CpSolverStatus.FEASIBLE
     UNKNOWN = _cmh.CpSolverStatus.UNKNOWN
 
-    class CpModel(_cmh.CpBaseModel):  # type: ignore[no-redef]
-        """A CP-SAT model: integer variables, linear constraints, one objective, a hint."""
+    _INFINITE = (-2**63, 2**63 - 1)    # how the protos spell an open bound
+
+    class Constraint:
+        """A constraint just added, to make it conditional."""
+
+        def __init__(self, proto: Any) -> None:
+            self.proto = proto
+
+        def only_enforce_if(self, literal: Any) -> Constraint:
+            self.proto.enforcement_literal.append(literal.index)
+            return self
+
+    class CpModel:  # type: ignore[no-redef]
+        """A CP-SAT model: integer variables, linear constraints, one objective, a hint.
+
+        It writes the model proto directly rather than through ``CpBaseModel``,
+        whose constructor imports numpy; the protos are the ones cp_model writes."""
 
         def __init__(self) -> None:
-            _cmh.CpBaseModel.__init__(self, None)
+            self.model_proto = _cmh.CpModelProto()
 
         @property
         def proto(self) -> Any:
@@ -61,16 +80,21 @@ else:
         def new_bool_var(self, name: str) -> Any:
             return self.new_int_var(0, 1, name)
 
-        def add(self, ct: Any) -> Any:
+        def add(self, ct: Any) -> Constraint:
             """Adds a bounded linear expression (``x + 2 * y <= 3``); nothing else is needed here."""
-            if not isinstance(ct, _cmh.BoundedLinearExpression):
-                raise TypeError(f"not supported: CpModel.add({type(ct).__name__!r})")
-            return self._add_bounded_linear_expression(ct)
+            if not isinstance(ct, _cmh.BoundedLinearExpression) or not ct.ok:
+                raise TypeError(f"not supported: CpModel.add({ct!r})")
+            proto = self.model_proto.constraints.add()
+            proto.linear.vars.extend([var.index for var in ct.vars])
+            proto.linear.coeffs.extend(ct.coeffs)
+            offset = ct.offset
+            proto.linear.domain.extend([bound if bound in _INFINITE else bound - offset
+                                        for bound in ct.bounds.flattened_intervals()])
+            return Constraint(proto)
 
         def clone(self) -> CpModel:
             copy = CpModel()
             copy.proto.copy_from(self.proto)
-            copy.rebuild_constant_map()
             return copy
 
         def get_int_var_from_proto_index(self, index: int) -> Any:
