@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{'wall':>6} {'cpu':>6} {'MB':>5} {'x1k':>5} | " + " ".join(f"{s[:6]:>6}" for s in STAGES))
     print(head)
     base: dict[tuple[str, str, int], float] = {}
+    results: list[dict] = []
     for gen in args.generators.split(","):
         for size in sizes:
             cap = max([c for s, c in caps.items() if s <= size], default=len(seeds))
@@ -248,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
                     write_instance(problem, directory)
                 for strategy in args.strategies.split(","):
                     r = run_plan(directory, strategy, work / f"{gen}-{size}-{seed}-{strategy}.json")
+                    results.append({**r, "generator": gen, "size": size, "seed": seed, "strategy": strategy})
                     if size == sizes[0]:
                         base[gen, strategy, seed] = r["wall"]
                     ref = base.get((gen, strategy, seed)) or base.get((gen, strategy, seeds[0]))
@@ -265,6 +267,39 @@ def main(argv: list[str] | None = None) -> None:
           "json = serialising; first line wall, second line CPU seconds per stage. "
           "wall/cpu/MB = the whole child process "
           "(MB = peak resident). x1k = wall / wall of the first size, same seed.")
+    print_targets([r for r in results if r["strategy"] == "optimal"])
+
+
+# Issue #13's targets for the whole command, CPU s on a 2-core machine; a size between
+# two listed ones is held to the next one up (5,000 to 10,000's, 20,000 to 50,000's).
+TARGET_CPU = {1_000: 2.0, 10_000: 10.0, 50_000: 30.0}
+TARGET_MB = 1024
+
+
+def print_targets(runs: list[dict]) -> None:
+    """Each size and generator against the targets, and any instance slower than the one
+    ten times its size (same generator and seed)."""
+    if not runs:
+        return
+    print(f"\ntargets (optimal, whole command): every instance OPTIMAL; CPU s "
+          f"{', '.join(f'{k:,} <= {v:g}' for k, v in TARGET_CPU.items())}; peak <= {TARGET_MB} MB")
+    print(f"{'generator':<10} {'reqs':>6} {'runs':>4} {'proven':>6} {'worst cpu':>9} {'target':>6} "
+          f"{'worst MB':>8}  met")
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["generator"], r["size"]), []).append(r)
+    for (gen, size), group in groups.items():
+        target = min([v for k, v in TARGET_CPU.items() if k >= size], default=max(TARGET_CPU.values()))
+        proven = sum(r["status"] == "OPTIMAL" for r in group)
+        cpu, mb = max(r["cpu"] for r in group), max(r["rss_mb"] for r in group)
+        met = proven == len(group) and cpu <= target and mb <= TARGET_MB
+        print(f"{gen:<10} {size:>6} {len(group):>4} {proven:>3}/{len(group):<2} {cpu:9.2f} {target:6g} "
+              f"{mb:8.0f}  {'yes' if met else 'no'}")
+    by_key = {(r["generator"], r["size"], r["seed"]): r for r in runs}
+    slower = [f"{gen} {size:,} seed {seed} ({r['cpu']:.1f} s) > {size * 10:,} ({big['cpu']:.1f} s)"
+              for (gen, size, seed), r in by_key.items()
+              if (big := by_key.get((gen, size * 10, seed))) and r["cpu"] > big["cpu"]]
+    print("slower than the instance ten times its size: " + ("; ".join(slower) or "none of those measured"))
 
 
 if __name__ == "__main__":
