@@ -82,7 +82,8 @@ RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
 DROP_CUTS = True
-REQUEST_DOMINANCE = "fifo"  # see _request_dominance
+FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
+REQUEST_DOMINANCE = "retry"  # see _request_dominance
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
@@ -731,17 +732,23 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 _hint(b, assignment)
             fifo = i == b.count_tiers + 1
             quick = FIFO_QUICK if fifo else FOLD_QUICK if weight else math.inf
+            spent0 = budget.spent
             solver = _solver(min(left, quick), presolve=i <= b.count_tiers)
             status = solver.solve(model)
             budget.spent += solver.deterministic_time
             if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # not proven quickly: once more with presolve (same hint: measured faster
-                # than hinting what the first attempt found)
-                if REQUEST_DOMINANCE == "retry":
+                # than hinting what the first attempt found), for FIFO_PLAIN; still not
+                # proven, with the request dominance rows for the rest of the share
+                used = solver.deterministic_time
+                plain = left - used if REQUEST_DOMINANCE != "retry" else min(left - used, FIFO_PLAIN)
+                solver, status, _ = _second_try(model, budget, plain, solver, status, presolve=True)
+                used = budget.spent - spent0
+                if REQUEST_DOMINANCE == "retry" and status != cp_model.OPTIMAL and left > used:
                     _request_dominance(b)
                     _derive(b, assignment)
                     _hint(b, assignment)
-                solver, status, _ = _second_try(model, budget, left, solver, status, presolve=True)
+                    solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # the fold is not proven quickly: the tier alone, hinted with what the
                 # fold found (the next tier is then solved on its own). Folded tiers are
@@ -751,7 +758,8 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 b.model.clear_objective()
                 (b.model.maximize if tier.maximize else b.model.minimize)(expr)
                 _hint(b, assignment)
-                solver, status, replaced = _second_try(b.model, budget, left, solver, status, presolve=False)
+                solver, status, replaced = _second_try(b.model, budget, left - solver.deterministic_time, solver,
+                                                        status, presolve=False)
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -781,13 +789,13 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
 
 
-def _second_try(model: cp_model.CpModel, budget: _Budget, left: float, first: cp_model.CpSolver,
+def _second_try(model: cp_model.CpModel, budget: _Budget, room: float, first: cp_model.CpSolver,
                 status: cp_model.CpSolverStatus, *,
                 presolve: bool) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
-    """Solve ``model`` again with what the first attempt left of the tier's share;
+    """Solve ``model`` again within ``room`` deterministic seconds;
     (solver, status, whether this attempt's answer replaced the first one's). The
     second answer is kept unless it found nothing where the first found something."""
-    again = _solver(left - first.deterministic_time, presolve=presolve)
+    again = _solver(room, presolve=presolve)
     found = again.solve(model)
     budget.spent += again.deterministic_time
     if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
