@@ -425,7 +425,7 @@ def _request_dominance(b: _Built) -> None:
                     if c < top:
                         rows[c] = k
                 for c, k in sorted(rows.items()):
-                    when = [used(cb, pb)]
+                    when: list[cp_model.LiteralT] = [used(cb, pb)]
                     if k < b.reach[ca]:
                         when.append(~atleast(ca, k))
                     b.cut_rows.append(len(model.proto.constraints))
