@@ -16,7 +16,9 @@ Why it is shaped this way:
   hand-outs achieve, so the hand-out is exactly optimal for them.
 * Two redundant, exact strengthenings keep the proofs short at scale: the convex
   hull of each "admits nothing or fits" disjunction (see `_cap_rule`), and a
-  dominance cut among one policy's victims (see `_victim_dominance`).
+  dominance cut among one policy's victims (see `_victim_dominance`). A third,
+  among one policy's request classes (`_request_dominance`), is added only when
+  the FIFO tier resists its first two attempts, and cleared once FIFO is fixed.
 * Each count tier is solved on a restricted copy of the model: admissions below
   the tier's priority only in Z, victims below it all preempted (see
   `_restricted`). Exact, and it removes choices that cannot matter yet.
