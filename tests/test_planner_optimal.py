@@ -283,6 +283,39 @@ def test_a_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: py
         check_against_bruteforce(random_contention_problem(seed))
 
 
+@pytest.mark.parametrize("block", range(4))
+def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request dominance rows (optimal._request_dominance) are normally added
+    only when the FIFO tier is not proven quickly, and dropped after it; here they
+    are in the model from the first tier to the last, and every tier still gets
+    the brute force's value (tiny platforms) or the plain model's (crowded ones,
+    where many classes of one requester dominate each other)."""
+    from compiler.planner import optimal
+
+    plain = [solve(random_crowded_problem(seed)) for seed in range(block * 15, block * 15 + 15)]
+    monkeypatch.setattr(optimal, "REQUEST_DOMINANCE", "all")
+    monkeypatch.setattr(optimal, "DROP_CUTS", False)
+    rows = 0
+    real = optimal._request_dominance
+
+    def counted(b):  # type: ignore[no-untyped-def]
+        nonlocal rows
+        real(b)
+        rows += len(b.cut_rows)
+
+    monkeypatch.setattr(optimal, "_request_dominance", counted)
+    for seed, sol in zip(range(block * 15, block * 15 + 15), plain, strict=True):
+        p = random_crowded_problem(seed)
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+    for seed in range(block * 80, block * 80 + 80):
+        try:
+            check_against_bruteforce(random_problem(seed))
+            check_against_bruteforce(random_contention_problem(seed))
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from exc
+    assert rows > 0
+
+
 def test_independent_parts_match_bruteforce() -> None:
     for seed in range(40):
         p = random_split_problem(seed)

@@ -16,7 +16,9 @@ Why it is shaped this way:
   hand-outs achieve, so the hand-out is exactly optimal for them.
 * Two redundant, exact strengthenings keep the proofs short at scale: the convex
   hull of each "admits nothing or fits" disjunction (see `_cap_rule`), and a
-  dominance cut among one policy's victims (see `_victim_dominance`).
+  dominance cut among one policy's victims (see `_victim_dominance`). A third,
+  among one policy's request classes (`_request_dominance`), is added only when
+  the FIFO tier resists its first two attempts, and cleared once FIFO is fixed.
 * Each count tier is solved on a restricted copy of the model: admissions below
   the tier's priority only in Z, victims below it all preempted (see
   `_restricted`). Exact, and it removes choices that cannot matter yet.
@@ -64,6 +66,7 @@ the same form with bound = reserved.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -79,6 +82,9 @@ from .decompose import pool_groups
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
+DROP_CUTS = True
+FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
+REQUEST_DOMINANCE = "retry"  # see _request_dominance
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
@@ -206,6 +212,9 @@ class _Built:
     reach: dict[int, int] = field(default_factory=dict)                       # class -> most it can admit
     reach_via: dict[tuple[int, int], int] = field(default_factory=dict)       # (class, policy idx) -> same
     count_tiers: int = 0                                                      # |Z|, admissions, victims
+    used: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)    # (class, policy) -> n >= 1
+    atleast: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)  # (class, k) -> t >= k + 1
+    cut_rows: list[int] = field(default_factory=list)                         # request dominance rows
 
 
 def _prefix(weights: list[int]) -> list[int]:
@@ -317,6 +326,8 @@ def _build(problem: Problem, classes: list[_Class], victims: list[_VictimClass],
 
     _hard_rules(problem, b, pools)
     _victim_dominance(b)
+    if REQUEST_DOMINANCE == "all":
+        _request_dominance(b)
     _tiers(b, layout)
     return b
 
@@ -340,6 +351,95 @@ def _victim_dominance(b: _Built) -> None:
             later = sum(1 for a in big.members if a.start_rank > rank)
             if later:
                 b.model.add(b.v[gj] >= later * b.v[gi])
+
+
+def _dominates(a: _Class, pa: int, other: _Class, pb: int) -> bool:
+    """Through one policy, a member of ``a`` can take the place of a member of
+    ``other``: it needs no more of any metered key, and it is preemptible unless
+    ``other`` is not (the non-preemptible share only counts those)."""
+    if other.preemptible and not a.preemptible:
+        return False
+    mine, theirs = a.demands[pa], other.demands[pb]
+    return all(theirs.get(k, 0) >= v for k, v in mine.items())
+
+
+def _request_dominance(b: _Built) -> None:
+    """Within one policy q, class B admits through q only members that arrived
+    before every member of a dominating class A (``_dominates``) left out.
+
+    With A's members and B's in arrival order and t_A, t_B the admitted counts:
+    if B admits through q and t_A < |A|, then B's last admitted member arrived
+    before A's first one left out, i.e. t_B <= c(t_A), c(k) = how many of B
+    arrived before A's member k. Every lexicographic optimum obeys this:
+    otherwise, admit A's member through q in place of one of B's. Every rule is
+    met (A needs no more of any key, and counts against the non-preemptible share
+    only if B did), |Z| and every admitted and preempted count stay as they are
+    (the same policy, the in-share count moves with it: A fits the reserve when B
+    does), and FIFO grows by the difference of the two arrival ranks. Repeating
+    such exchanges (FIFO grows each time), together with the victim exchanges of
+    `_victim_dominance` (start rank grows, admissions stay), ends in a solution
+    obeying every cut with the same count tiers, so the cuts remove no
+    lexicographic optimum, in any tier or restricted copy (an exchange through q
+    keeps admissions through q in Z when they were).
+
+    Since c is nondecreasing in k, t_A <= k implies t_B <= c(k): one row per
+    distinct c(k) < what B can reach, at the largest such k, enforced by
+    ``n_Bq >= 1`` and ``t_A <= k`` (always true when k >= what A can reach)."""
+    by_policy: dict[str, list[tuple[int, int]]] = {}
+    for ci, pi in sorted(b.n):
+        by_policy.setdefault(b.classes[ci].policies[pi].name, []).append((ci, pi))
+    model = b.model
+
+    def total(ci: int) -> cp_model.LinearExpr:
+        return cp_model.LinearExpr.sum([b.n[ci, pi] for pi in range(len(b.classes[ci].policies))])
+
+    def used(ci: int, pi: int) -> cp_model.IntVar:
+        if (ci, pi) not in b.used:
+            u = model.new_bool_var(f"used_{ci}_{pi}")
+            model.add(b.n[ci, pi] >= 1).only_enforce_if(u)
+            model.add(b.n[ci, pi] == 0).only_enforce_if(~u)
+            b.used[ci, pi] = u
+            b.all_vars.append(u)
+        return b.used[ci, pi]
+
+    def atleast(ci: int, k: int) -> cp_model.IntVar:
+        if (ci, k) not in b.atleast:
+            a = model.new_bool_var(f"atleast_{ci}_{k}")
+            model.add(total(ci) >= k + 1).only_enforce_if(a)
+            model.add(total(ci) <= k).only_enforce_if(~a)
+            b.atleast[ci, k] = a
+            b.all_vars.append(a)
+        return b.atleast[ci, k]
+
+    ranks = [[r.rank for r in cls.members] for cls in b.classes]
+    for name in sorted(by_policy):
+        here = by_policy[name]
+        for ca, pa in here:
+            A = b.classes[ca]
+            for cb, pb in here:
+                if ca == cb or not _dominates(A, pa, b.classes[cb], pb):
+                    continue
+                top = min(len(ranks[cb]), b.reach[cb])
+                rows: dict[int, int] = {}                     # c -> largest k
+                for k in range(min(len(ranks[ca]), b.reach[ca] + 1)):
+                    c = bisect.bisect_left(ranks[cb], ranks[ca][k])
+                    if c < top:
+                        rows[c] = k
+                for c, k in sorted(rows.items()):
+                    when: list[cp_model.LiteralT] = [used(cb, pb)]
+                    if k < b.reach[ca]:
+                        when.append(~atleast(ca, k))
+                    b.cut_rows.append(len(model.proto.constraints))
+                    model.add(total(cb) <= c).only_enforce_if(when)
+
+
+def _derive(b: _Built, hint: dict[int, int]) -> None:
+    """Set the literals of `_request_dominance` in ``hint`` from its counts."""
+    for (ci, pi), u in b.used.items():
+        hint[u.index] = int(hint[b.n[ci, pi].index] >= 1)
+    for (ci, k), a in b.atleast.items():
+        t = sum(hint[b.n[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
+        hint[a.index] = int(t >= k + 1)
 
 
 @dataclass
@@ -459,6 +559,8 @@ def _fifo_tier(b: _Built) -> _Tier:
         for ci, cls in enumerate(b.classes):
             admitted = sum(b.n[ci, pi] for pi in range(len(cls.policies)))
             b.fifo[ci] = _concave(b.model, admitted, weights[ci], b.reach[ci], f"fifo_{ci}")
+        if REQUEST_DOMINANCE == "fifo":
+            _request_dominance(b)
         tier.terms = [(b.fifo[ci], 1) for ci in sorted(b.fifo)]
         b.all_vars.extend(f for f, _ in tier.terms)
 
@@ -540,6 +642,7 @@ def _restricted(b: _Built, floor: float, vfloor: float,
                 model.add(model.get_int_var_from_proto_index(var.index)
                           == model.get_int_var_from_proto_index(z.index))
                 hint[var.index] = hint[z.index]
+    _derive(b, hint)
     model.clear_hints()
     for var in b.all_vars:
         model.add_hint(model.get_int_var_from_proto_index(var.index), hint[var.index])
@@ -630,13 +733,23 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 _hint(b, assignment)
             fifo = i == b.count_tiers + 1
             quick = FIFO_QUICK if fifo else FOLD_QUICK if weight else math.inf
+            spent0 = budget.spent
             solver = _solver(min(left, quick), presolve=i <= b.count_tiers)
             status = solver.solve(model)
             budget.spent += solver.deterministic_time
             if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # not proven quickly: once more with presolve (same hint: measured faster
-                # than hinting what the first attempt found)
-                solver, status, _ = _second_try(model, budget, left, solver, status, presolve=True)
+                # than hinting what the first attempt found), for FIFO_PLAIN; still not
+                # proven, with the request dominance rows for the rest of the share
+                used = solver.deterministic_time
+                plain = left - used if REQUEST_DOMINANCE != "retry" else min(left - used, FIFO_PLAIN)
+                solver, status, _ = _second_try(model, budget, plain, solver, status, presolve=True)
+                used = budget.spent - spent0
+                if REQUEST_DOMINANCE == "retry" and status != cp_model.OPTIMAL and left > used:
+                    _request_dominance(b)
+                    _derive(b, assignment)
+                    _hint(b, assignment)
+                    solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # the fold is not proven quickly: the tier alone, hinted with what the
                 # fold found (the next tier is then solved on its own). Folded tiers are
@@ -646,7 +759,8 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 b.model.clear_objective()
                 (b.model.maximize if tier.maximize else b.model.minimize)(expr)
                 _hint(b, assignment)
-                solver, status, replaced = _second_try(b.model, budget, left, solver, status, presolve=False)
+                solver, status, replaced = _second_try(b.model, budget, left - solver.deterministic_time, solver,
+                                                        status, presolve=False)
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -664,6 +778,9 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
         bounds.append(bound if tier.terms else value)
         if tier.terms:
             b.model.add(expr >= value if tier.maximize else expr <= value)
+        if DROP_CUTS and i == b.count_tiers + 1:
+            for row in b.cut_rows:
+                b.model.proto.constraints[row].clear_linear()   # an empty constraint: always true
         if progress:
             progress(f"{label}tier {i}/{len(b.tiers)} {tier.name}: {value}"
                      + ("" if bounds[-1] == value else f" (bound {bound})")
@@ -673,13 +790,13 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
 
 
-def _second_try(model: cp_model.CpModel, budget: _Budget, left: float, first: cp_model.CpSolver,
+def _second_try(model: cp_model.CpModel, budget: _Budget, room: float, first: cp_model.CpSolver,
                 status: cp_model.CpSolverStatus, *,
                 presolve: bool) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
-    """Solve ``model`` again with what the first attempt left of the tier's share;
+    """Solve ``model`` again within ``room`` deterministic seconds;
     (solver, status, whether this attempt's answer replaced the first one's). The
     second answer is kept unless it found nothing where the first found something."""
-    again = _solver(left - first.deterministic_time, presolve=presolve)
+    again = _solver(room, presolve=presolve)
     found = again.solve(model)
     budget.spent += again.deterministic_time
     if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
