@@ -81,6 +81,9 @@ RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
+# CP-SAT parameters per kind of solve ("count", "fifo", "rank", "preference"), on top
+# of `_solver`'s; see docs/solver.md for what each is and the figures behind it.
+TUNING: dict[str, dict[str, object]] = {"count": {}, "fifo": {}, "rank": {}, "preference": {}}
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
 _ClassKey = tuple[str, tuple[tuple[str, int], ...], bool]
@@ -579,7 +582,7 @@ class _Budget:
         return (self.total - self.spent) / max(1, self.tiers_left)
 
 
-def _solver(limit: float, presolve: bool) -> cp_model.CpSolver:
+def _solver(limit: float, presolve: bool, kind: str) -> cp_model.CpSolver:
     """One worker, pinned seed, deterministic-time limit: the same model gives the same
     answer on every run and machine. ``presolve`` is off for the FIFO, start-rank and
     preference tiers: there the model is the count tiers' model plus thousands of
@@ -591,6 +594,8 @@ def _solver(limit: float, presolve: bool) -> cp_model.CpSolver:
     solver.parameters.linearization_level = 2
     solver.parameters.max_deterministic_time = limit
     solver.parameters.cp_model_presolve = presolve
+    for name, value in TUNING[kind].items():
+        setattr(solver.parameters, name, value)
     return solver
 
 
@@ -631,13 +636,15 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 _hint(b, assignment)
             fifo = i == b.count_tiers + 1
             quick = FIFO_QUICK if fifo else FOLD_QUICK if weight else math.inf
-            solver = _solver(min(left, quick), presolve=i <= b.count_tiers)
+            kind = _kind(b, i)
+            solver = _solver(min(left, quick), presolve=i <= b.count_tiers, kind=kind)
             status = solver.solve(model)
             budget.spent += solver.deterministic_time
             if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # not proven quickly: once more with presolve (same hint: measured faster
                 # than hinting what the first attempt found)
-                solver, status, _ = _second_try(model, budget, left, solver, status, presolve=True)
+                solver, status, _ = _second_try(model, budget, left, solver, status, presolve=True,
+                                                kind=kind)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # the fold is not proven quickly: the tier alone, hinted with what the
                 # fold found (the next tier is then solved on its own). Folded tiers are
@@ -647,7 +654,8 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 b.model.clear_objective()
                 (b.model.maximize if tier.maximize else b.model.minimize)(expr)
                 _hint(b, assignment)
-                solver, status, replaced = _second_try(b.model, budget, left, solver, status, presolve=False)
+                solver, status, replaced = _second_try(b.model, budget, left, solver, status,
+                                                       presolve=False, kind=kind)
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -674,13 +682,20 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
 
 
+def _kind(b: _Built, i: int) -> str:
+    """Which `TUNING` entry the solve of tier ``i`` (1-based) uses."""
+    if i <= b.count_tiers:
+        return "count"
+    return ("fifo", "rank", "preference")[min(i - b.count_tiers - 1, 2)]
+
+
 def _second_try(model: cp_model.CpModel, budget: _Budget, left: float, first: cp_model.CpSolver,
                 status: cp_model.CpSolverStatus, *,
-                presolve: bool) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
+                presolve: bool, kind: str) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
     """Solve ``model`` again with what the first attempt left of the tier's share;
     (solver, status, whether this attempt's answer replaced the first one's). The
     second answer is kept unless it found nothing where the first found something."""
-    again = _solver(left - first.deterministic_time, presolve=presolve)
+    again = _solver(left - first.deterministic_time, presolve=presolve, kind=kind)
     found = again.solve(model)
     budget.spent += again.deterministic_time
     if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
