@@ -31,6 +31,7 @@ def build(api, *, maximize: bool):  # noqa: ANN001, ANN201 - either module
     model.add(api.LinearExpr.weighted_sum([x, y], [3, -1]) >= -4)
     model.add(x - y <= 5).only_enforce_if(ok)
     model.add(x == 0).only_enforce_if(~ok)
+    model.add(x + y >= 1).only_enforce_if([ok, ~ok])
     objective = api.LinearExpr.weighted_sum([x, y, ok], [2, 5, 1]) + 3
     (model.maximize if maximize else model.minimize)(objective)
     model.add_hint(x, 1)
@@ -84,7 +85,8 @@ def test_the_planner_plans_the_same_on_either_module(seed: int, monkeypatch: pyt
 
 
 def planner_models(problem, api, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # noqa: ANN001
-    """The text of every part's model, with every tier's own variables added."""
+    """The text of every part's model, with every tier's own variables and the
+    request dominance rows (conditional on several literals) added."""
     monkeypatch.setattr(optimal, "cp_model", api)
     classes = optimal._request_classes(problem)
     victims = optimal._victim_classes(problem, optimal.borrowed_parts(problem))
@@ -95,6 +97,7 @@ def planner_models(problem, api, monkeypatch: pytest.MonkeyPatch) -> list[str]: 
         for tier in built.tiers:
             if tier.setup is not None:
                 tier.setup()
+        optimal._request_dominance(built)
         texts.append(str(built.model.proto))
     return texts
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING or not hasattr(_cmh, "CpBaseModel"):  # pragma: no cover - old 
         IntVar,
         LinearExpr,
         LinearExprT,
+        LiteralT,
     )
     BACKEND = "cp_model"
 else:
@@ -44,6 +45,7 @@ else:
     IntVar = _cmh.IntVar
     LinearExpr = _cmh.LinearExpr
     LinearExprT = Any
+    LiteralT = Any
     CpSolverStatus = _cmh.CpSolverStatus
     OPTIMAL = _cmh.CpSolverStatus.OPTIMAL
     FEASIBLE = _cmh.CpSolverStatus.FEASIBLE
@@ -57,8 +59,10 @@ else:
         def __init__(self, proto: Any) -> None:
             self.proto = proto
 
-        def only_enforce_if(self, literal: Any) -> Constraint:
-            self.proto.enforcement_literal.append(literal.index)
+        def only_enforce_if(self, literals: Any) -> Constraint:
+            """Holds only when every one of ``literals`` (one, or a list) is true."""
+            for literal in literals if isinstance(literals, list | tuple) else [literals]:
+                self.proto.enforcement_literal.append(literal.index)
             return self
 
     class CpModel:  # type: ignore[no-redef]

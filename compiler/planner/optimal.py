@@ -86,6 +86,9 @@ DROP_CUTS = True
 FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
 REQUEST_DOMINANCE = "retry"  # see _request_dominance
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
+# CP-SAT parameters per kind of solve ("count", "fifo", "rank", "preference"), on top
+# of `_solver`'s; see docs/solver.md for what each is and the figures behind it.
+TUNING: dict[str, dict[str, object]] = {"count": {}, "fifo": {}, "rank": {}, "preference": {}}
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
 _ClassKey = tuple[str, tuple[tuple[str, int], ...], bool]
@@ -681,7 +684,7 @@ class _Budget:
         return (self.total - self.spent) / max(1, self.tiers_left)
 
 
-def _solver(limit: float, presolve: bool) -> cp_model.CpSolver:
+def _solver(limit: float, presolve: bool, kind: str) -> cp_model.CpSolver:
     """One worker, pinned seed, deterministic-time limit: the same model gives the same
     answer on every run and machine. ``presolve`` is off for the FIFO, start-rank and
     preference tiers: there the model is the count tiers' model plus thousands of
@@ -693,6 +696,8 @@ def _solver(limit: float, presolve: bool) -> cp_model.CpSolver:
     solver.parameters.linearization_level = 2
     solver.parameters.max_deterministic_time = limit
     solver.parameters.cp_model_presolve = presolve
+    for name, value in TUNING[kind].items():
+        setattr(solver.parameters, name, value)
     return solver
 
 
@@ -734,7 +739,8 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
             fifo = i == b.count_tiers + 1
             quick = FIFO_QUICK if fifo else FOLD_QUICK if weight else math.inf
             spent0 = budget.spent
-            solver = _solver(min(left, quick), presolve=i <= b.count_tiers)
+            kind = _kind(b, i)
+            solver = _solver(min(left, quick), presolve=i <= b.count_tiers, kind=kind)
             status = solver.solve(model)
             budget.spent += solver.deterministic_time
             if fifo and status != cp_model.OPTIMAL and left > solver.deterministic_time:
@@ -743,13 +749,14 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 # proven, with the request dominance rows for the rest of the share
                 used = solver.deterministic_time
                 plain = left - used if REQUEST_DOMINANCE != "retry" else min(left - used, FIFO_PLAIN)
-                solver, status, _ = _second_try(model, budget, plain, solver, status, presolve=True)
+                solver, status, _ = _second_try(model, budget, plain, solver, status, presolve=True, kind=kind)
                 used = budget.spent - spent0
                 if REQUEST_DOMINANCE == "retry" and status != cp_model.OPTIMAL and left > used:
                     _request_dominance(b)
                     _derive(b, assignment)
                     _hint(b, assignment)
-                    solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True)
+                    solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True,
+                                                    kind=kind)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 # the fold is not proven quickly: the tier alone, hinted with what the
                 # fold found (the next tier is then solved on its own). Folded tiers are
@@ -760,7 +767,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 (b.model.maximize if tier.maximize else b.model.minimize)(expr)
                 _hint(b, assignment)
                 solver, status, replaced = _second_try(b.model, budget, left - solver.deterministic_time, solver,
-                                                        status, presolve=False)
+                                                       status, presolve=False, kind=kind)
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -790,13 +797,20 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
     return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
 
 
+def _kind(b: _Built, i: int) -> str:
+    """Which `TUNING` entry the solve of tier ``i`` (1-based) uses."""
+    if i <= b.count_tiers:
+        return "count"
+    return ("fifo", "rank", "preference")[min(i - b.count_tiers - 1, 2)]
+
+
 def _second_try(model: cp_model.CpModel, budget: _Budget, room: float, first: cp_model.CpSolver,
                 status: cp_model.CpSolverStatus, *,
-                presolve: bool) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
+                presolve: bool, kind: str) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
     """Solve ``model`` again within ``room`` deterministic seconds;
     (solver, status, whether this attempt's answer replaced the first one's). The
     second answer is kept unless it found nothing where the first found something."""
-    again = _solver(room, presolve=presolve)
+    again = _solver(room, presolve=presolve, kind=kind)
     found = again.solve(model)
     budget.spent += again.deterministic_time
     if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
