@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from plan_scale import make_problem  # noqa: E402
+from plan_scale import make_problem, seed_range  # noqa: E402
 
 from compiler.domain.problem import Problem, Request  # noqa: E402
 
@@ -190,14 +190,6 @@ def run_plan(directory: Path, strategy: str, out_json: Path) -> dict:
             "sha": hashlib.sha256(data).hexdigest()[:12]}
 
 
-def _range(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def _bytecode_env() -> dict[str, str]:
     """The environment of every child: Python's bytecode cache on, as an installed poolc
     runs (installers compile it). Without it (``PYTHONDONTWRITEBYTECODE`` set, as on some
@@ -228,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", type=Path, help="write the instances here (else a temporary directory)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    seeds, caps = _range(args.seeds), _caps(args.seeds_at)
+    seeds, caps = seed_range(args.seeds), _caps(args.seeds_at)
     work = args.keep or Path(tempfile.mkdtemp(prefix="poolc-plan-bench-"))
     _compile_once()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; instances in {work}")

@@ -122,6 +122,15 @@ def make_running(rng: random.Random, pools: list[Pool], policies: list[PolicyRul
     return start_ranks(running)
 
 
+def seed_range(text: str, sep: str = ",") -> list[int]:
+    """'1-3,7' -> [1, 2, 3, 7] (with ``sep`` between the parts): the benchmarks' seed lists."""
+    out: list[int] = []
+    for part in text.split(sep):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
 def make_problem(seed: int, n_pools: int = 20, components: int = 15, per: int = 4, n_shapes: int = 40,
                  n_running: int = 500, n_requests: int = 10_000, any_shape: bool = False) -> Problem:
     rng = random.Random(seed)

@@ -38,20 +38,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from ortools.sat import sat_parameters_pb2  # noqa: E402
-from plan_scale import make_problem  # noqa: E402
+from plan_scale import make_problem, seed_range  # noqa: E402
 
 from compiler.planner import optimal  # noqa: E402
 
 DEFAULT_INSTANCES = "rep:1000:1-5,rep:5000:1+5,rep:10000:1-5,any:1000:1"
 KINDS = tuple(optimal.TUNING)
-
-
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split("+"):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def parse_instances(text: str) -> list[tuple[str, int, int]]:
@@ -60,7 +52,7 @@ def parse_instances(text: str) -> list[tuple[str, int, int]]:
         gen, n, seeds = item.split(":")
         if gen not in ("rep", "any"):
             raise SystemExit(f"unknown generator {gen!r} (rep or any)")
-        out += [(gen, int(n), s) for s in _seeds(seeds)]
+        out += [(gen, int(n), s) for s in seed_range(seeds, "+")]
     return out
 
 

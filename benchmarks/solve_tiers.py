@@ -19,17 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from plan_scale import make_problem  # noqa: E402
+from plan_scale import make_problem, seed_range  # noqa: E402
 
 from compiler.planner import optimal  # noqa: E402
-
-
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         name, _, value = item.partition("=")
         setattr(optimal, name, ast.literal_eval(value))
     for size in (int(s) for s in args.requests.split(",")):
-        for seed in _seeds(args.seeds):
+        for seed in seed_range(args.seeds):
             problem = make_problem(seed, n_requests=size, any_shape=args.any_shape)
             lines: list[str] = []
             cpu = time.process_time()
