@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> None:
     results: list[dict] = []
     for gen in args.generators.split(","):
         for size in sizes:
-            cap = max([c for s, c in caps.items() if s <= size], default=len(seeds))
+            listed = [s for s in caps if s <= size]
+            cap = caps[max(listed)] if listed else len(seeds)
             for seed in seeds[:cap]:
                 problem = make_problem(seed, n_requests=size, any_shape=(gen == "any-shape"))
                 classes = len({(r.requester, tuple(sorted(r.demand.items())), r.preemptible)
