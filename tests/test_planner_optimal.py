@@ -563,3 +563,36 @@ def test_same_solution_under_different_hash_seeds() -> None:
         outs.append(done.stdout)
     assert outs[0] == outs[1]
     assert "'OPTIMAL'" in outs[0]
+
+
+def test_an_answer_from_before_the_dominance_rows_gets_their_literals_from_its_counts() -> None:
+    """When the FIFO retry with the request dominance rows finds nothing, the solver
+    kept is the one before the rows: its solution has no values for their literals
+    (CP-SAT reads them out of range, and the next hint was invalid: a 50,000-request
+    plan ended in an internal error). The answer derives them from the counts."""
+    from compiler.planner import optimal
+
+    for seed in range(40):
+        p = random_crowded_problem(seed)
+        classes = optimal._request_classes(p)
+        victims = optimal._victim_classes(p, optimal.borrowed_parts(p))
+        layout = optimal._layout(p, classes, victims)
+        pools, c, v = optimal._parts(p, classes, victims)[0]
+        b = optimal._build(p, c, v, layout, pools)
+        b.model.maximize(optimal._linear([(x, 1) for x in b.n.values()]))
+        solver = optimal._solver(5.0, presolve=True, kind="count")
+        assert solver.solve(b.model) == optimal.cp_model.OPTIMAL
+        optimal._request_dominance(b)
+        if not b.used:
+            continue
+        answer = optimal._answer(b, solver)
+        for (ci, pi), u in b.used.items():
+            assert answer[u.index] == int(answer[b.n[ci, pi].index] >= 1)
+        for (ci, k), a in b.atleast.items():
+            admitted = sum(answer[b.n[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
+            assert answer[a.index] == int(admitted >= k + 1)
+        optimal._hint(b, answer)
+        again = optimal._solver(5.0, presolve=True, kind="count")
+        assert again.solve(b.model) == optimal.cp_model.OPTIMAL      # a valid hint, a valid model
+        return
+    pytest.fail("no crowded platform with request dominance rows")

@@ -155,6 +155,10 @@ else:
             return int(_cmh.ResponseHelper.value(self._response, expression))
 
         @property
+        def response_proto(self) -> Any:
+            return self._response
+
+        @property
         def best_objective_bound(self) -> float:
             return float(self._response.best_objective_bound)
 

@@ -436,6 +436,17 @@ def _request_dominance(b: _Built) -> None:
                     model.add(total(cb) <= c).only_enforce_if(when)
 
 
+def _answer(b: _Built, solver: cp_model.CpSolver) -> dict[int, int]:
+    """The exact assignment of ``solver``'s solution. A solver kept from before the
+    request dominance rows were added knows nothing of their literals (CP-SAT then
+    reads out of range): those are derived from the counts instead."""
+    size = len(solver.response_proto.solution)
+    out = _exact_assignment(b, lambda var: solver.value(var) if var.index < size else 0)
+    if b.used or b.atleast:
+        _derive(b, out)
+    return out
+
+
 def _derive(b: _Built, hint: dict[int, int]) -> None:
     """Set the literals of `_request_dominance` in ``hint`` from its counts."""
     for (ci, pi), u in b.used.items():
@@ -762,7 +773,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 # fold found (the next tier is then solved on its own). Folded tiers are
                 # never restricted, so ``model`` is ``b.model``, where the objective goes.
                 if status == cp_model.FEASIBLE:
-                    assignment = _exact_assignment(b, solver.value)
+                    assignment = _answer(b, solver)
                 b.model.clear_objective()
                 (b.model.maximize if tier.maximize else b.model.minimize)(expr)
                 _hint(b, assignment)
@@ -771,7 +782,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                assignment = _exact_assignment(b, solver.value)
+                assignment = _answer(b, solver)
                 vals = _decisions(b, _lookup(assignment))
                 found = round(solver.best_objective_bound)      # integral: integer objective
                 if weight:       # next tier >= 0: own value <= found // weight
