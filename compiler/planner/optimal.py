@@ -82,9 +82,12 @@ from .decompose import pool_groups
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
-DROP_CUTS = True
 FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
-REQUEST_DOMINANCE = "retry"  # see _request_dominance
+# When the request dominance rows (_request_dominance) are in the model: "retry" (only
+# for a FIFO tier not proven in FIFO_QUICK + FIFO_PLAIN), "all" (from the first tier:
+# the tests' check that they remove no optimum) or None (never: benchmarks' baseline).
+REQUEST_DOMINANCE: str | None = "retry"
+DROP_CUTS = True     # clear the rows once FIFO is fixed (the tests keep them to the last tier)
 _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 # CP-SAT parameters per kind of solve ("count", "fifo", "rank", "preference"), on top
 # of `_solver`'s; see docs/solver.md for what each is and the figures behind it.
@@ -442,8 +445,7 @@ def _answer(b: _Built, solver: cp_model.CpSolver) -> dict[int, int]:
     reads out of range): those are derived from the counts instead."""
     size = len(solver.response_proto.solution)
     out = _exact_assignment(b, lambda var: solver.value(var) if var.index < size else 0)
-    if b.used or b.atleast:
-        _derive(b, out)
+    _derive(b, out)
     return out
 
 
@@ -573,8 +575,6 @@ def _fifo_tier(b: _Built) -> _Tier:
         for ci, cls in enumerate(b.classes):
             admitted = sum(b.n[ci, pi] for pi in range(len(cls.policies)))
             b.fifo[ci] = _concave(b.model, admitted, weights[ci], b.reach[ci], f"fifo_{ci}")
-        if REQUEST_DOMINANCE == "fifo":
-            _request_dominance(b)
         tier.terms = [(b.fifo[ci], 1) for ci in sorted(b.fifo)]
         b.all_vars.extend(f for f, _ in tier.terms)
 
