@@ -25,7 +25,8 @@ one reached a fixed point (a run of cycles that admit, evict and park nothing).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,21 @@ class _Track:
     preempting: bool = False  # its last nomination issued preemptions
 
 
+def _set_fingerprint(key: Callable[[str], int], names: Iterable[str]) -> tuple[int, int]:
+    """A set of distinct names as (size, sum of their keys mod 2**128): equal sets give equal
+    fingerprints, and with keys from a 128-bit hash two different sets of the same size
+    collide with probability about 2**-128. Deterministic: the keys do not depend on
+    Python's per-process string hashing, so a run stops where every other run does."""
+    total = count = 0
+    for name in names:
+        total += key(name)
+        count += 1
+    return count, total & _MASK_128
+
+
+_MASK_128 = (1 << 128) - 1
+
+
 class Scheduler:
     """The mutable state of one simulation."""
 
@@ -97,6 +113,7 @@ class Scheduler:
         self.events: list[str] = []
         self._order = 0
         self.last_evicted: list[str] = []
+        self._name_keys: dict[str, int] = {}   # see _name_key
 
     # -- placement helpers -------------------------------------------------
     def _resolve(self, wl: Workload) -> tuple[str | None, str]:
@@ -398,11 +415,23 @@ class Scheduler:
 
         Within a batch every workload that is not admitted waits in its own queue, active or parked,
         so the admitted set, the parked sets and the active counts pin the queues down; the counts
-        also tell batches apart."""
-        admitted = frozenset(name for names in self.admitted.by_cq.values() for name in names)
-        queues = tuple((name, len(q), frozenset(q.inadmissible), q.sticky) for name, q in self.queues.items())
-        scans = frozenset(self.scanning.items())
+        also tell batches apart. The name sets are fingerprinted (`_set_fingerprint`), not kept: one
+        signature is stored per cycle that evicts, and with the sets themselves 237 of them held
+        about 440 MB at 50,000 workloads."""
+        key = self._name_key
+        admitted = _set_fingerprint(key, (name for names in self.admitted.by_cq.values() for name in names))
+        queues = tuple((name, len(q), _set_fingerprint(key, q.inadmissible), q.sticky)
+                       for name, q in self.queues.items())
+        scans = tuple(sorted(self.scanning.items()))
         return (admitted, queues, scans)
+
+    def _name_key(self, name: str) -> int:
+        """A workload name's 128-bit key (`_set_fingerprint`), made once per name."""
+        found = self._name_keys.get(name)
+        if found is None:
+            found = self._name_keys[name] = int.from_bytes(
+                hashlib.blake2b(name.encode(), digest_size=16).digest(), "big")
+        return found
 
     # -- results -----------------------------------------------------------
     def outcomes(self) -> dict[str, Outcome]:
