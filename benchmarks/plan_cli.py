@@ -91,8 +91,14 @@ def dump():
     stages["total"] = time.perf_counter() - t_start
     for spent in (stages, cpu):   # "load" is the YAML alone
         spent["load"] = spent.get("load", 0.0) - spent.get("schema", 0.0)
+    peak = None
+    try:   # this process's own high-water mark (exec starts it afresh; ru_maxrss does not)
+        with open("/proc/self/status") as status:
+            peak = next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        pass
     with open(os.environ["POOLC_BENCH_STAGES"], "w") as out:
-        json.dump({"wall": stages, "cpu": cpu}, out)
+        json.dump({"wall": stages, "cpu": cpu, "peak_mb": peak}, out)
 atexit.register(dump)
 from compiler.cli import main
 sys.argv = ["poolc", *sys.argv[1:]]
@@ -185,7 +191,9 @@ def run_plan(directory: Path, strategy: str, out_json: Path) -> dict:
         solver = json.loads(data)["solver"]
     except (ValueError, KeyError):
         sys.exit(f"poolc plan failed ({proc.returncode}):\n{err[-3000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+    # the child's own peak; ru_maxrss also counts this process's size when it forked the child
+    peak = stages.pop("peak_mb", None) or usage.ru_maxrss / 1024
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": peak,
             "stages": stages, "status": solver["status"], "gap": solver["gap"],
             "sha": hashlib.sha256(data).hexdigest()[:12]}
 
