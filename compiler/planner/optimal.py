@@ -784,17 +784,14 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                     solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True,
                                                     kind=kind)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
-                # the fold is not proven quickly: the tier alone, hinted with what the
-                # fold found (the next tier is then solved on its own); a count tier on
-                # its own restricted copy, as if it had not been folded
+                # the fold is not proven quickly: the tier alone, in the same model (a
+                # count tier's looser restricted copy: exact for it too), hinted with what
+                # the fold found; the next tier is then solved on its own
                 if status == cp_model.FEASIBLE:
                     assignment = _answer(b, solver)
-                b.model.clear_objective()
-                (b.model.maximize if tier.maximize else b.model.minimize)(expr)
-                if model is b.model:
-                    _hint(b, assignment)
-                elif tier.floor is not None and tier.vfloor is not None:
-                    model, assignment = _restricted(b, tier.floor, tier.vfloor, assignment)
+                model.clear_objective()
+                (model.maximize if tier.maximize else model.minimize)(expr)
+                _hint(b, assignment, model)
                 solver, status, replaced = _second_try(model, budget, left - solver.deterministic_time, solver,
                                                        status, presolve=i <= b.count_tiers, kind=kind)
                 if replaced:
@@ -859,7 +856,8 @@ def _fold_count(tier: _Tier, after: _Tier | None) -> int:
     (`_restricted`), so the lexicographic optimum of the pair is the one the two
     tiers would reach apart. At 1,000 requests one solve per pair proves both
     tiers with less search than two; where it does not within
-    `COUNT_FOLD_QUICK`, the two are solved apart as before."""
+    `COUNT_FOLD_QUICK`, the first is solved alone on the same copy, hinted with
+    what the fold found, and the second on its own copy, as if not folded."""
     if not tier.fold_next or after is None or not tier.terms or not after.terms:
         return 0
     weight = _most(after.terms) + 1
