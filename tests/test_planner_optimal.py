@@ -283,6 +283,130 @@ def test_a_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: py
         check_against_bruteforce(random_contention_problem(seed))
 
 
+def count_folds(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts, while the test runs, the count-tier pairs folded into one solve
+    ("folded"), and the restricted copies solved ("copies")."""
+    from compiler.planner import optimal
+
+    seen = {"folded": 0, "copies": 0}
+    folded, restricted = optimal._folded, optimal._restricted
+
+    def folding(expr, tier, after, weight):  # type: ignore[no-untyped-def]
+        seen["folded"] += not tier.maximize and after.maximize
+        return folded(expr, tier, after, weight)
+
+    def copying(*args):  # type: ignore[no-untyped-def]
+        seen["copies"] += 1
+        return restricted(*args)
+
+    monkeypatch.setattr(optimal, "_folded", folding)
+    monkeypatch.setattr(optimal, "_restricted", copying)
+    return seen
+
+
+@pytest.mark.parametrize("block", range(2))
+def test_folded_count_tiers_agree_with_the_tiers_apart(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each "preempted at v" tier is solved with the "admitted at p" tier after it
+    folded in (optimal._fold_count), on the second one's looser restricted copy;
+    solving every count tier apart gives the same tier values, the brute force
+    agrees on tiny platforms, and the folds are proven (one restricted copy per
+    pair instead of two: fewer copies than count tiers solved apart)."""
+    from compiler.planner import optimal
+
+    seeds, tiny = range(block * 25, block * 25 + 25), range(block * 40, block * 40 + 40)
+    seen = count_folds(monkeypatch)
+    monkeypatch.setattr(optimal, "FOLD_COUNTS", False)
+    apart = [solve(random_crowded_problem(seed)) for seed in seeds]
+    seen.update(copies=0)
+    for seed in tiny:
+        solve(random_contention_problem(seed))
+    assert seen["folded"] == 0
+    copies_apart = seen["copies"]
+    monkeypatch.setattr(optimal, "FOLD_COUNTS", True)
+    for seed, sol in zip(seeds, apart, strict=True):
+        p = random_crowded_problem(seed)
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+    assert seen["folded"] > 25
+    seen.update(folded=0, copies=0)
+    for seed in tiny:
+        try:
+            check_against_bruteforce(random_contention_problem(seed))
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from exc
+    assert seen["folded"] > 10
+    assert seen["copies"] == copies_apart - seen["folded"]      # every fold proven at once
+
+
+def test_a_count_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no time for a folded pair of count tiers (COUNT_FOLD_QUICK = 0), the
+    first tier is solved alone on the pair's copy, hinted with what the fold found,
+    and the second on its own copy: the tier values are those of the proven folds
+    and of the brute force, and as many copies are solved as with no fold at all."""
+    from compiler.planner import optimal
+
+    folded = [solve(random_crowded_problem(seed)) for seed in range(25)]
+    seen = count_folds(monkeypatch)
+    monkeypatch.setattr(optimal, "FOLD_COUNTS", False)
+    for seed in range(40):
+        solve(random_contention_problem(seed))
+    copies_apart = seen["copies"]
+    monkeypatch.setattr(optimal, "FOLD_COUNTS", True)
+    monkeypatch.setattr(optimal, "COUNT_FOLD_QUICK", 0.0)
+    seen.update(copies=0)
+    for seed in range(40):
+        check_against_bruteforce(random_contention_problem(seed))
+    assert seen["folded"] > 10 and seen["copies"] == copies_apart
+    for seed, sol in enumerate(folded):
+        p = random_crowded_problem(seed)
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+
+
+FIRST, SECOND = [(0, 1), (1, 2)], [(1, 1), (2, 3)]      # (variable, coefficient) of two tiers on x0, x1, x2
+
+
+def lexicographic_optimum(ub: list[int], cx: list[int], cap: int, least: int, first_max: bool,
+                          second_max: bool) -> tuple[int, int]:
+    """(first tier, second tier) at the lexicographic optimum over
+    0 <= x <= ub, cx . x <= cap, x0 + x1 >= least, by enumeration."""
+    def value(terms: list[tuple[int, int]], x: tuple[int, ...]) -> int:
+        return sum(c * x[i] for i, c in terms)
+
+    points = [(a, b, c) for a in range(ub[0] + 1) for b in range(ub[1] + 1) for c in range(ub[2] + 1)
+              if cx[0] * a + cx[1] * b + cx[2] * c <= cap and a + b >= least]
+    best = max(points, key=lambda x: ((1 if first_max else -1) * value(FIRST, x),
+                                      (1 if second_max else -1) * value(SECOND, x)))
+    return value(FIRST, best), value(SECOND, best)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_folded_objective_is_lexicographic_and_bounds_the_first_tier(seed: int) -> None:
+    """optimal._folded on a small model, both tiers in both directions: the folded
+    optimum is the lexicographic one (found by enumeration), and the solver's
+    bound of it, divided by the weight, is the first tier's optimum."""
+    from compiler.planner import optimal
+
+    rng = random.Random(seed)
+    for first_max in (False, True):
+        for second_max in (False, True):
+            ub, cx = [rng.randint(1, 4) for _ in range(3)], [rng.randint(1, 3) for _ in range(3)]
+            cap, least = rng.randint(3, 9), rng.randint(0, 1)          # x0 = 1 is always feasible
+            model = optimal.cp_model.CpModel()
+            xs = [model.new_int_var(0, u, f"x{i}") for i, u in enumerate(ub)]
+            model.add(optimal._linear(list(zip(xs, cx, strict=True))) <= cap)
+            model.add(xs[0] + xs[1] >= least)
+            first = optimal._Tier("a", first_max, [(xs[i], c) for i, c in FIRST], lambda vals: 0, 0)
+            second = optimal._Tier("b", second_max, [(xs[i], c) for i, c in SECOND], lambda vals: 0, 0)
+            weight = optimal._most(second.terms) + 1
+            (model.maximize if first_max else model.minimize)(
+                optimal._folded(optimal._linear(first.terms), first, second, weight))
+            solver = optimal._solver(10.0, presolve=True, kind="count")
+            assert solver.solve(model) == optimal.cp_model.OPTIMAL
+            got = tuple(solver.value(x) for x in xs)
+            want = lexicographic_optimum(ub, cx, cap, least, first_max, second_max)
+            assert (sum(c * got[i] for i, c in FIRST), sum(c * got[i] for i, c in SECOND)) == want
+            assert round(solver.best_objective_bound) // weight == want[0]
+
+
 @pytest.mark.parametrize("block", range(4))
 def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The request dominance rows (optimal._request_dominance) are normally added

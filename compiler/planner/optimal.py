@@ -23,7 +23,9 @@ Why it is shaped this way:
   the tier's priority only in Z, victims below it all preempted (see
   `_restricted`). Exact, and it removes choices that cannot matter yet.
 * The start-rank tier is solved with the preference tier folded in (weighted,
-  exactly lexicographic; see `_fold_weight`): one proof for both.
+  exactly lexicographic; see `_fold_weight`): one proof for both. So is each
+  "preempted at v" tier with the "admitted at p" tier after it (`_fold_count`),
+  on the restricted copy of the second.
 * Independent parts (`decompose.py`): pools that no request class can choose
   between are planned as separate models, one after the other, each with the
   global tier list; tier values add up. Exact, and smaller models prove faster.
@@ -83,6 +85,8 @@ RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
 FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
 FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
+FOLD_COUNTS = True   # solve each "preempted at v" tier with the next "admitted at p" folded in (`_fold_count`)
+COUNT_FOLD_QUICK = 0.1   # deterministic s for such a folded pair before its tiers are solved apart
 # When the request dominance rows (_request_dominance) are in the model: "retry" (only
 # for a FIFO tier not proven in FIFO_QUICK + FIFO_PLAIN), "all" (from the first tier:
 # the tests' check that they remove no optimum) or None (never: benchmarks' baseline).
@@ -562,6 +566,8 @@ def _priority_tiers(b: _Built, layout: _Layout) -> None:
                 b.tiers.append(_count_tier(f"preempted at priority {v}", False, [(b.v[g], 1) for g in vkeys],
                                            _sum_v(vkeys), 0))
                 b.tiers[-1].floor, b.tiers[-1].vfloor = (math.inf if j == 0 else prios[j - 1]), v
+    for tier, after in zip(b.tiers, b.tiers[1:], strict=False):
+        tier.fold_next = FOLD_COUNTS and not tier.maximize and after.maximize    # `_fold_count`
 
 
 def _fifo_tier(b: _Built) -> _Tier:
@@ -639,7 +645,9 @@ def _restricted(b: _Built, floor: float, vfloor: float,
     Exact: no tier solved so far or now counts such an admission except through
     Z, nor such a victim; dropping an admission or preempting a victim only frees
     room (every rule is monotone in both), so some optimum of this tier is in the
-    restricted model. The plain model is kept for the tiers that count them."""
+    restricted model. The plain model is kept for the tiers that count them. A
+    lower ``floor`` or ``vfloor`` than the tier's own restricts less and stays
+    exact (a folded pair of tiers is solved on the looser copy of the two)."""
     model = b.model.clone()
     hint = dict(assignment)
     for gi, var in b.v.items():
@@ -657,16 +665,18 @@ def _restricted(b: _Built, floor: float, vfloor: float,
                           == model.get_int_var_from_proto_index(z.index))
                 hint[var.index] = hint[z.index]
     _derive(b, hint)
-    model.clear_hints()
-    for var in b.all_vars:
-        model.add_hint(model.get_int_var_from_proto_index(var.index), hint[var.index])
+    _hint(b, hint, model)
     return model, hint
 
 
-def _hint(b: _Built, assignment: dict[int, int]) -> None:
-    b.model.clear_hints()
-    for var in b.all_vars:
-        b.model.add_hint(var, assignment[var.index])
+def _hint(b: _Built, assignment: dict[int, int], model: cp_model.CpModel | None = None) -> None:
+    """Hint ``assignment`` into ``model`` (default: the part's own), written straight
+    into the proto: the same hint `add_hint` writes, without a Python call per variable."""
+    model = b.model if model is None else model
+    model.clear_hints()
+    hint = model.proto.solution_hint
+    hint.vars.extend([var.index for var in b.all_vars])
+    hint.values.extend([assignment[var.index] for var in b.all_vars])
 
 
 def _exact_assignment(b: _Built, value: Callable[[cp_model.IntVar], int]) -> dict[int, int]:
@@ -735,20 +745,25 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
         left = budget.share()
         if tier.active:
             budget.tiers_left -= 1
-        weight = _fold_weight(tier, b.tiers[i] if i < len(b.tiers) else None)
+        after = b.tiers[i] if i < len(b.tiers) else None
+        weight = _fold_weight(tier, after) if i > b.count_tiers else _fold_count(tier, after)
         if i in solved_with:
             bound = tier.value(vals)
         elif tier.terms and left > 0:
             b.model.clear_objective()
-            objective = expr * weight + _linear(b.tiers[i].terms) if weight else expr
+            objective = _folded(expr, tier, after, weight) if weight and after else expr
             (b.model.maximize if tier.maximize else b.model.minimize)(objective)
             model = b.model
             if tier.floor is not None and tier.vfloor is not None:
-                model, assignment = _restricted(b, tier.floor, tier.vfloor, assignment)
+                floor, vfloor = tier.floor, tier.vfloor
+                if weight and after and after.floor is not None and after.vfloor is not None:
+                    floor, vfloor = min(floor, after.floor), min(vfloor, after.vfloor)   # exact for both
+                model, assignment = _restricted(b, floor, vfloor, assignment)
             else:
                 _hint(b, assignment)
             fifo = i == b.count_tiers + 1
-            quick = FIFO_QUICK if fifo else FOLD_QUICK if weight else math.inf
+            quick = (FIFO_QUICK if fifo else math.inf if not weight
+                     else COUNT_FOLD_QUICK if i <= b.count_tiers else FOLD_QUICK)
             spent0 = budget.spent
             kind = _kind(b, i)
             solver = _solver(min(left, quick), presolve=i <= b.count_tiers, kind=kind)
@@ -769,23 +784,23 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                     solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True,
                                                     kind=kind)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
-                # the fold is not proven quickly: the tier alone, hinted with what the
-                # fold found (the next tier is then solved on its own). Folded tiers are
-                # never restricted, so ``model`` is ``b.model``, where the objective goes.
+                # the fold is not proven quickly: the tier alone, in the same model (a
+                # count tier's looser restricted copy: exact for it too), hinted with what
+                # the fold found; the next tier is then solved on its own
                 if status == cp_model.FEASIBLE:
                     assignment = _answer(b, solver)
-                b.model.clear_objective()
-                (b.model.maximize if tier.maximize else b.model.minimize)(expr)
-                _hint(b, assignment)
-                solver, status, replaced = _second_try(b.model, budget, left - solver.deterministic_time, solver,
-                                                       status, presolve=False, kind=kind)
+                model.clear_objective()
+                (model.maximize if tier.maximize else model.minimize)(expr)
+                _hint(b, assignment, model)
+                solver, status, replaced = _second_try(model, budget, left - solver.deterministic_time, solver,
+                                                       status, presolve=i <= b.count_tiers, kind=kind)
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _answer(b, solver)
                 vals = _decisions(b, _lookup(assignment))
                 found = round(solver.best_objective_bound)      # integral: integer objective
-                if weight:       # next tier >= 0: own value <= found // weight
+                if weight:       # the folded part lies in [0, weight): see `_folded`
                     found = found // weight
                     if status == cp_model.OPTIMAL:
                         solved_with.add(i + 1)
@@ -827,6 +842,42 @@ def _second_try(model: cp_model.CpModel, budget: _Budget, room: float, first: cp
     if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
         return again, found, True
     return first, status, False
+
+
+def _fold_count(tier: _Tier, after: _Tier | None) -> int:
+    """The weight that folds a "preempted at v" tier and the "admitted at p" tier
+    after it into one solve (`_folded`), or 0 when they are not folded.
+
+    Exact: the weight is one more than the most ``after`` can admit, so the folded
+    objective orders solutions by the first tier, then by the second. It is solved
+    on the restricted copy of ``after`` (admissions below p only in Z, victims
+    below p preempted), looser than the first tier's own (below the priority
+    above v; below v): loosening keeps some optimum of every tier in the copy
+    (`_restricted`), so the lexicographic optimum of the pair is the one the two
+    tiers would reach apart. At 1,000 requests one solve per pair proves both
+    tiers with less search than two; where it does not within
+    `COUNT_FOLD_QUICK`, the first is solved alone on the same copy, hinted with
+    what the fold found, and the second on its own copy, as if not folded."""
+    if not tier.fold_next or after is None or not tier.terms or not after.terms:
+        return 0
+    weight = _most(after.terms) + 1
+    return weight if weight * (_most(tier.terms) + 1) < 2**50 else 0
+
+
+def _most(terms: Terms) -> int:
+    """The largest value of a sum of nonnegative terms: each variable at its upper bound."""
+    return sum(int(var.proto.domain[len(var.proto.domain) - 1]) * c for var, c in terms)  # no [-1] on this field
+
+
+def _folded(expr: cp_model.LinearExpr, tier: _Tier, after: _Tier, weight: int) -> cp_model.LinearExpr:
+    """``tier * weight + g`` in ``tier``'s direction, g = ``after`` (same direction)
+    or ``weight - 1 - after`` (opposite): g lies in [0, weight) and is better where
+    ``after`` is, so the objective is lexicographic, and a bound B of it bounds
+    the tier by B // weight either way (maximizing: tier * weight <= B; minimizing:
+    tier * weight >= B - (weight - 1), whose ceiling over weight is B // weight)."""
+    if tier.maximize == after.maximize:
+        return expr * weight + _linear(after.terms)
+    return expr * weight + (weight - 1) - _linear(after.terms)
 
 
 def _fold_weight(tier: _Tier, after: _Tier | None) -> int:
