@@ -230,12 +230,12 @@ class Scheduler:
 
     def run_cycle(self) -> bool | None:
         """One scheduling cycle; None if no ClusterQueue had a head, else whether anything changed."""
-        heads = [(name, q.pop()) for name, q in self.queues.items() if name not in self.inactive and len(q)]
+        heads = [(name, q.pop()) for name, q in self.queues.items() if name not in self.inactive and q.has_queued()]
         popped = [(cq, wl) for cq, wl in heads if wl is not None]
         if not popped:
             return None
         self.cycle += 1
-        parked_before = sum(len(q.inadmissible) for q in self.queues.values())
+        parked_before = sum(q.parked_count for q in self.queues.values())
         entries = [e for e in (self._nominate(cq, wl) for cq, wl in popped) if e is not None]
         entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.workload.created, e.workload.name))
         victims: dict[str, tuple[Admitted, Target, str]] = {}
@@ -250,7 +250,7 @@ class Scheduler:
             self._requeue(entry)
         self.last_evicted = sorted(victims)
         changed |= self._evict(victims)
-        parked_after = sum(len(q.inadmissible) for q in self.queues.values())
+        parked_after = sum(q.parked_count for q in self.queues.values())
         return changed or parked_after > parked_before
 
     def _process(
@@ -361,11 +361,11 @@ class Scheduler:
             queue.requeue(entry.workload, immediate=True)
         else:
             self._set_scan(track, dict(entry.assignment.tried))
-            for other in queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True):
-                self.tracks[other.name].reason = (
-                    f"parked with {entry.workload.name}, a workload of the same shape that could not be admitted: "
-                    f"{track.reason}"
-                )
+            moved = queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True)
+            reason = (f"parked with {entry.workload.name}, a workload of the same shape that could not be admitted: "
+                      f"{track.reason}")
+            for other in moved:
+                self.tracks[other.name].reason = reason
 
 
     def _evict(self, victims: Mapping[str, tuple[Admitted, Target, str]]) -> bool:
@@ -400,7 +400,7 @@ class Scheduler:
         so the admitted set, the parked sets and the active counts pin the queues down; the counts
         also tell batches apart."""
         admitted = frozenset(name for names in self.admitted.by_cq.values() for name in names)
-        queues = tuple((name, len(q), frozenset(q.inadmissible), q.sticky) for name, q in self.queues.items())
+        queues = tuple((name, len(q), q.parked_state(), q.sticky) for name, q in self.queues.items())
         scans = frozenset(self.scanning.items())
         return (admitted, queues, scans)
 
