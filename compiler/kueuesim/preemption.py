@@ -321,9 +321,40 @@ class Preemptor:
     def _could_fit(self) -> bool:
         """A quick bound: would the workload fit, in either attempt, with every workload
         that attempt could reach gone? Freeing usage never lowers what is available, so
-        when it would not, no set of victims does and the candidates need not be listed."""
+        when it would not, no set of victims does and the candidates need not be listed.
+
+        Most preemptors asked are hopeless, so two exact arithmetic bounds (``_freeable``,
+        ``_nominal_room``) answer most attempts before the tree is changed to try them."""
         borrowing, plain = self._reach()
-        return any(reach and self._fits_freed(reach, allow) for allow, reach in ((True, borrowing), (False, plain)))
+        if borrowing and self._freeable(borrowing) and self._fits_freed(borrowing, True):
+            return True
+        return bool(plain) and self._nominal_room(plain) and self._freeable(plain) and self._fits_freed(plain, False)
+
+    def _freeable(self, reach: Mapping[str, int | None]) -> bool:
+        """Could freeing what ``reach`` allows make room for every flavor-resource? Freeing X units
+        anywhere in the tree raises ``available`` here by at most X: a freed unit either reaches the
+        root or is kept by the lendingLimit of one node on its way up, and in ``available``'s walk
+        down our path the root's term grows by the units that reached it, a borrowingLimit's cap by
+        no more than what was released into that cohort, and a node's private leftover by the units
+        it kept. So when ``value > max(0, available + X)`` no victims drawn from ``reach`` suffice."""
+        usage_up_to = self.admitted.usage_up_to
+        for fr, value in self.usage.items():
+            freed = sum(usage_up_to(cq, fr, cap) for cq, cap in reach.items())
+            if value > max(0, self.node.available(fr) + freed):
+                return False
+        return True
+
+    def _nominal_room(self, reach: Mapping[str, int | None]) -> bool:
+        """The attempt without borrowing needs our own usage within nominal quota afterwards, and
+        only our own victims lower our own usage (the others' release reaches only cohorts)."""
+        own = self.spec.name
+        for fr, value in self.usage.items():
+            used = self.node.usage.get(fr, 0)
+            if own in reach:
+                used -= self.admitted.usage_up_to(own, fr, reach[own])
+            if self.node.quota(fr).nominal < used + value:
+                return False
+        return True
 
     def _fits_freed(self, reach: Mapping[str, int | None], allow_borrowing: bool) -> bool:
         freed = [(self.tree.cqs[cq], fr, value) for cq, cap in reach.items() for fr in self.usage
