@@ -164,6 +164,7 @@ class Preemptor:
         self.workload = workload
         self.usage = dict(usage)
         self.frs = frs
+        self._levels: list[tuple[Node, list[Node], bool]] | None = None
 
     # Only the preemptor's flavor-resources are read while searching, and every
     # flavor-resource is accounted independently in the tree, so victims are taken
@@ -218,9 +219,24 @@ class Preemptor:
                 kind = _RECLAIM_WHILE_BORROW if below else _RECLAIM_NO_BORROW
             out.append(_Candidate(adm, lca, kind, adm.victim_rank))
 
-    def _in_subtree(self, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
-        for cq in self._over_quota_cqs(root, skip):
-            self._from_cq(cq.name, root, hier, out)
+    def levels(self) -> list[tuple[Node, list[Node], bool]]:
+        """Per ancestor of the preemptor's ClusterQueue, lowest first: the other ClusterQueues
+        above their quota that it adds (``_over_quota_cqs``), and whether the preemptor's subtree
+        below it already has the quota the preemptor needs (then its candidates are hierarchical
+        reclaim ones). Both ``_reach`` and ``candidates`` read this before any victim is taken out,
+        on the same tree, so it is worked out once."""
+        if self._levels is None:
+            levels: list[tuple[Node, list[Node], bool]] = []
+            previous: Node | None = None
+            advantage, remaining = fits_in_quota(self.node, self.usage)
+            ancestors = self.node.ancestors()
+            for i, root in enumerate(ancestors):
+                levels.append((root, self._over_quota_cqs(root, previous), advantage))
+                if not advantage and i + 1 < len(ancestors):  # once it holds, it holds above too
+                    advantage, remaining = fits_in_quota(root, remaining)
+                previous = root
+            self._levels = levels
+        return self._levels
 
     def candidates(self) -> tuple[list[_Candidate], bool, bool]:
         """All candidates in trial order, and whether none / no hierarchical ones come from other queues."""
@@ -230,13 +246,9 @@ class Preemptor:
         hierarchy: list[_Candidate] = []
         by_priority: list[_Candidate] = []
         if self.node.parent is not None and self.spec.preemption.reclaim_within_cohort != "Never":
-            previous: Node | None = None
-            advantage, remaining = fits_in_quota(self.node, self.usage)
-            for root in self.node.ancestors():
-                self._in_subtree(root, previous, advantage, hierarchy if advantage else by_priority)
-                fits, remaining = fits_in_quota(root, remaining)
-                advantage = advantage or fits
-                previous = root
+            for root, over_quota, advantage in self.levels():
+                for cq in over_quota:
+                    self._from_cq(cq.name, root, advantage, hierarchy if advantage else by_priority)
         for group in (same, hierarchy, by_priority):
             group.sort(key=_RANK)  # other queues' groups and the own queue's are kept apart
         ordered = hierarchy + by_priority + same
@@ -294,28 +306,26 @@ class Preemptor:
         # while borrowing, only candidates below the preemptor (and the threshold) stay
         below = min(x for x in (cap, self.workload.priority - 1, pre.max_priority_threshold) if x is not None)
         forbidden = self._forbidden_borrow()
-        previous: Node | None = None
-        advantage, remaining = fits_in_quota(self.node, self.usage)
-        for root in self.node.ancestors():
-            for cq in self._over_quota_cqs(root, previous):
+        for _, over_quota, advantage in self.levels():
+            for cq in over_quota:
                 plain[cq.name] = cap
                 if advantage:
                     borrowing[cq.name] = cap
                 elif not forbidden:
                     borrowing[cq.name] = below
-            fits, remaining = fits_in_quota(root, remaining)
-            advantage = advantage or fits
-            previous = root
         return borrowing, plain
 
     def _over_quota_cqs(self, current: Node, skip: Node | None) -> list[Node]:
         """The other ClusterQueues under ``current`` that are above their nominal quota, outside
         ``skip`` and below no cohort within its own: where candidates come from."""
         found: list[Node] = []
+        frs = self.frs
         for child in current.child_cohorts:
-            if child is not skip and not child.within_nominal(self.frs):
+            if child is not skip and not child.within_nominal(frs):
                 found.extend(self._over_quota_cqs(child, None))
-        found.extend(cq for cq in current.child_cqs if cq is not self.node and not cq.within_nominal(self.frs))
+        for cq in current.child_cqs:
+            if cq is not self.node and not cq.within_nominal(frs):
+                found.append(cq)
         return found
 
     def _could_fit(self) -> bool:

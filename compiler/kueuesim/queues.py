@@ -119,6 +119,8 @@ class PendingQueue:
         self.bulk_moved: set[Shape] = set()
         self.sticky: str | None = None
         self._shapes: dict[str, Shape] = {}  # a workload never changes, so its shape is worked out once
+        self._changes = 0  # bumped by every call that may change the queue, for ``state``
+        self._state: tuple[int, tuple[int, frozenset[tuple[Shape, frozenset[str]]]]] | None = None
 
     def _shape(self, wl: Workload) -> Shape:
         found = self._shapes.get(wl.name)
@@ -137,10 +139,15 @@ class PendingQueue:
     def parked_count(self) -> int:
         return self._parked_count
 
-    def parked_state(self) -> frozenset[tuple[Shape, frozenset[str]]]:
-        """The parked set, exactly, as (shape, names) pairs: a workload's shape is fixed, so equal
-        pairs mean equal sets, and a shelf that did not change hands over the same frozenset."""
-        return frozenset((key, shelf.names()) for key, shelf in self._parked.items())
+    def state(self) -> tuple[int, frozenset[tuple[Shape, frozenset[str]]]]:
+        """How many workloads are queued, and the parked set, exactly, as (shape, names) pairs: a
+        workload's shape is fixed, so equal pairs mean equal sets. Remembered until the queue
+        changes, and a shelf that did not change hands over the same frozenset (the loop check
+        reads every queue after every cycle that evicts)."""
+        if self._state is None or self._state[0] != self._changes:
+            parked = frozenset((key, shelf.names()) for key, shelf in self._parked.items())
+            self._state = (self._changes, (len(self), parked))
+        return self._state[1]
 
     def _is_queued(self, wl: Workload, key: Shape) -> bool:
         shelf = self._queued.get(key)
@@ -172,6 +179,7 @@ class PendingQueue:
 
     def add(self, wl: Workload) -> bool:
         """A new (or evicted) workload arrives; False if it was parked at once by a bulk move."""
+        self._changes += 1
         key = self._shape(wl)
         if not self.strict and key in self.bulk_moved and not self._is_queued(wl, key):
             self._park_one(wl, key)
@@ -181,6 +189,7 @@ class PendingQueue:
 
     def push(self, wl: Workload) -> None:
         """Put a workload on the heap (leaving the inadmissible set if it was parked)."""
+        self._changes += 1
         key = self._shape(wl)
         if self._take(self._parked, key, wl.name) is not None:
             self._parked_count -= 1
@@ -189,6 +198,7 @@ class PendingQueue:
 
     def pop(self) -> Workload | None:
         """The head: the sticky preemptor if it is queued, else the best-ordered workload."""
+        self._changes += 1
         if self.sticky is not None:
             key = self._shapes.get(self.sticky)
             if key is not None:
@@ -212,6 +222,7 @@ class PendingQueue:
     def requeue(self, wl: Workload, immediate: bool, bulk: bool = False) -> list[Workload]:
         """Return a head that was not admitted, to the heap or parked; the result holds the workloads
         parked with it (in no particular order)."""
+        self._changes += 1
         if self.strict or immediate:
             self.push(wl)
             return []
@@ -234,12 +245,14 @@ class PendingQueue:
         return found
 
     def park(self, wl: Workload) -> None:
+        self._changes += 1
         key = self._shape(wl)
         if not self._is_queued(wl, key):
             self._park_one(wl, key)
 
     def unpark_all(self) -> bool:
         """Quota was released: every parked workload goes back to the heap; True if any moved."""
+        self._changes += 1
         self.bulk_moved.clear()
         if not self._parked:
             return False

@@ -22,7 +22,7 @@ class Node:
 
     __slots__ = (
         "_available_steps", "_chain", "_height", "_path", "_potential", "borrow_limits", "child_cohorts",
-        "child_cqs", "is_cohort", "local", "name", "parent", "quotas", "subtree", "usage",
+        "child_cqs", "is_cohort", "local", "name", "nominal", "parent", "quotas", "subtree", "usage",
     )
 
     def __init__(self, name: str, is_cohort: bool, quotas: Mapping[FlavorResource, Quota]) -> None:
@@ -34,6 +34,7 @@ class Node:
         self.subtree: dict[FlavorResource, int] = {}
         self.local: dict[FlavorResource, int] = {}  # private quota per flavor-resource, fixed once built
         self.usage: dict[FlavorResource, int] = {}
+        self.nominal: dict[FlavorResource, int] = {}  # set with ``local``
         self.child_cqs: list[Node] = []
         self.child_cohorts: list[Node] = []
         self._path: tuple[Node, ...] | None = None  # self up to the root, once the tree is linked
@@ -73,6 +74,9 @@ class Node:
         return self.local.get(fr, 0)
 
     def _compute_local(self) -> None:
+        """Once the subtree quota is known: the private quota, and the limit ``borrowing_with``
+        compares against (a ClusterQueue's nominal quota, a cohort's subtree quota)."""
+        self.nominal = self.subtree if self.is_cohort else {fr: q.nominal for fr, q in self.quotas.items()}
         self.local = {
             fr: max(0, self.subtree.get(fr, 0) - q.lending_limit)
             for fr, q in self.quotas.items()
@@ -155,15 +159,18 @@ class Node:
 
     def borrowing_with(self, fr: FlavorResource, value: int) -> bool:
         """Would using ``value`` more take this node above its (subtree) nominal quota?"""
-        limit = self.quota(fr).nominal if not self.is_cohort else self.subtree.get(fr, 0)
-        return limit < self.usage.get(fr, 0) + value
+        return self.nominal.get(fr, 0) < self.usage.get(fr, 0) + value
 
     def borrowing(self, fr: FlavorResource) -> bool:
         return self.borrowing_with(fr, 0)
 
     def within_nominal(self, frs: frozenset[FlavorResource]) -> bool:
         """Kueue's IsWithinNominalInResources: usage <= SubtreeQuota for each resource."""
-        return all(self.usage.get(fr, 0) <= self.subtree.get(fr, 0) for fr in frs)
+        usage, subtree = self.usage, self.subtree
+        for fr in frs:
+            if usage.get(fr, 0) > subtree.get(fr, 0):
+                return False
+        return True
 
     def ancestors(self) -> tuple[Node, ...]:
         return self.path()[1:]
@@ -191,10 +198,14 @@ def fits_in_quota(node: Node, requests: Mapping[FlavorResource, int]) -> tuple[b
     """Does ``requests`` fit in this node's SubtreeQuota, and what is left for the parent to cover."""
     fits = True
     remaining: dict[FlavorResource, int] = {}
+    usage, subtree, local = node.usage, node.subtree, node.local
     for fr, value in requests.items():
-        if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value:
+        used = usage.get(fr, 0)
+        if subtree.get(fr, 0) < used + value:
             fits = False
-        remaining[fr] = max(0, value - node.local_available(fr))
+        free = local.get(fr, 0) - used  # local_available, before the clamp at 0
+        rest = value - free if free > 0 else value
+        remaining[fr] = rest if rest > 0 else 0
     return fits, remaining
 
 

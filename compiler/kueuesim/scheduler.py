@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
@@ -399,8 +400,8 @@ class Scheduler:
         Within a batch every workload that is not admitted waits in its own queue, active or parked,
         so the admitted set, the parked sets and the active counts pin the queues down; the counts
         also tell batches apart."""
-        admitted = frozenset(name for names in self.admitted.by_cq.values() for name in names)
-        queues = tuple((name, len(q), q.parked_state(), q.sticky) for name, q in self.queues.items())
+        admitted = frozenset(chain.from_iterable(self.admitted.by_cq.values()))
+        queues = tuple((name, q.state(), q.sticky) for name, q in self.queues.items())
         scans = frozenset(self.scanning.items())
         return (admitted, queues, scans)
 
