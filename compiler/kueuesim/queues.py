@@ -48,6 +48,22 @@ def shape(wl: Workload) -> Shape:
     return (wl.priority, wl.count, tuple(sorted((r, int(q)) for r, q in wl.requests.items())))
 
 
+class ShapeCache:
+    """``shape`` for many workloads: thousands of Jobs repeat a few requests, so the shape is
+    remembered by the requests as given (equal items give equal shapes; an equal dict in
+    another order is merely a miss)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, int, tuple[tuple[str, int], ...]], Shape] = {}
+
+    def __call__(self, wl: Workload) -> Shape:
+        raw = (wl.priority, wl.count, tuple(wl.requests.items()))
+        found = self._known.get(raw)
+        if found is None:
+            found = self._known[raw] = shape(wl)
+        return found
+
+
 class _Shelf:
     """Workloads of one shape in one state (queued or parked): ``members`` by name, and a heap
     of ``(queue_key, workload)`` entries holding one for every member. Entries of workloads
@@ -110,8 +126,9 @@ class _Shelf:
 class PendingQueue:
     """The pending workloads of one ClusterQueue."""
 
-    def __init__(self, name: str, strict: bool) -> None:
+    def __init__(self, name: str, strict: bool, shapes: ShapeCache | None = None) -> None:
         self.name = name
+        self._shape_of = shapes if shapes is not None else ShapeCache()
         self.strict = strict
         self._queued: dict[Shape, _Shelf] = {}  # the active heap, per shape (no empty shelves)
         self._parked: dict[Shape, _Shelf] = {}  # the inadmissible set, per shape (no empty shelves)
@@ -125,7 +142,7 @@ class PendingQueue:
     def _shape(self, wl: Workload) -> Shape:
         found = self._shapes.get(wl.name)
         if found is None:
-            found = self._shapes[wl.name] = shape(wl)
+            found = self._shapes[wl.name] = self._shape_of(wl)
         return found
 
     def __len__(self) -> int:
@@ -181,17 +198,21 @@ class PendingQueue:
         """A new (or evicted) workload arrives; False if it was parked at once by a bulk move."""
         self._changes += 1
         key = self._shape(wl)
-        if not self.strict and key in self.bulk_moved and not self._is_queued(wl, key):
+        if self._is_queued(wl, key):
+            return True
+        if not self.strict and key in self.bulk_moved:
             self._park_one(wl, key)
             return False
-        self.push(wl)
+        if self._parked and self._take(self._parked, key, wl.name) is not None:
+            self._parked_count -= 1
+        self._activate(wl, key)
         return True
 
     def push(self, wl: Workload) -> None:
         """Put a workload on the heap (leaving the inadmissible set if it was parked)."""
         self._changes += 1
         key = self._shape(wl)
-        if self._take(self._parked, key, wl.name) is not None:
+        if self._parked and self._take(self._parked, key, wl.name) is not None:
             self._parked_count -= 1
         if not self._is_queued(wl, key):
             self._activate(wl, key)

@@ -42,7 +42,7 @@ from .preemption import (
     remove,
     simulate_preemption,
 )
-from .queues import PendingQueue, queue_key
+from .queues import PendingQueue, ShapeCache, queue_key
 from .quota import Node, QuotaTree, lender
 
 
@@ -78,10 +78,12 @@ class Scheduler:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.tree = QuotaTree(config)
+        shapes = ShapeCache()
         self.queues: dict[str, PendingQueue] = {
-            name: PendingQueue(name, spec.strategy == "StrictFIFO")
+            name: PendingQueue(name, spec.strategy == "StrictFIFO", shapes)
             for name, spec in sorted(config.cluster_queues.items())
         }
+        self._resolved: dict[tuple[str, str], tuple[str | None, str]] = {}
         self.admitted = AdmittedIndex(self.queues)
         self.inactive: dict[str, str] = {}
         for name, spec in sorted(config.cluster_queues.items()):
@@ -101,6 +103,13 @@ class Scheduler:
 
     # -- placement helpers -------------------------------------------------
     def _resolve(self, wl: Workload) -> tuple[str | None, str]:
+        """The ClusterQueue of a workload's LocalQueue, or why there is none (worked out once per LocalQueue)."""
+        found = self._resolved.get((wl.namespace, wl.queue_name))
+        if found is None:
+            found = self._resolved[(wl.namespace, wl.queue_name)] = self._resolve_queue(wl)
+        return found
+
+    def _resolve_queue(self, wl: Workload) -> tuple[str | None, str]:
         key = f"{wl.namespace}/{wl.queue_name}"
         cq = self.config.local_queues.get(key)
         if cq is None:
