@@ -26,8 +26,10 @@ one reached a fixed point (a run of cycles that admit, evict and park nothing).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
+from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
 from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
@@ -55,21 +57,23 @@ class _Entry:
     result: str = ""
 
 
-@dataclass
 class _Track:
-    """What the simulator remembers about one workload across cycles."""
+    """What the simulator remembers about one workload across cycles. A plain class whose
+    defaults live on the class: one is made per workload, and most never leave them."""
 
-    workload: Workload
     cq: str | None = None
     reason: str = ""
     admitted: Admitted | None = None
     admitted_cycle: int | None = None
     borrowing: bool = False
     evicted: bool = False
-    preempted_by: list[str] = field(default_factory=list)
-    preemptions: list[str] = field(default_factory=list)
-    scan: dict[int, int] = field(default_factory=dict)
+    scan: Mapping[int, int] = MappingProxyType({})  # replaced, never changed in place
     preempting: bool = False  # its last nomination issued preemptions
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.preempted_by: list[str] = []
+        self.preemptions: list[str] = []
 
 
 class Scheduler:
@@ -216,13 +220,18 @@ class Scheduler:
         return _Entry(cq, wl, assignment, targets)
 
     def _fits(self, entry: _Entry, victims: Iterable[Admitted]) -> bool:
-        gone = list(victims)
-        for adm in gone:
-            remove(self.tree, adm)
+        """Does the entry fit with ``victims`` gone? Each flavor-resource is accounted on its own in
+        the tree, so only the victims' usage of the entry's flavor-resources is taken out (and put
+        back: taking out and adding back is exact)."""
+        wanted = entry.assignment.usage
+        gone = [(self.tree.cqs[adm.cq], fr, value) for adm in victims for fr, value in adm.usage.items()
+                if fr in wanted]
+        for node, fr, value in gone:
+            node.remove_usage(fr, value)
         node = self.tree.cqs[entry.cq]
-        ok = all(q <= max(0, node.available(fr)) for fr, q in entry.assignment.usage.items())
-        for adm in reversed(gone):
-            add(self.tree, adm)
+        ok = all(q <= max(0, node.available(fr)) for fr, q in wanted.items())
+        for node, fr, value in reversed(gone):
+            node.add_usage(fr, value)
         return ok
 
     def _reserve(self, entry: _Entry) -> dict[FlavorResource, int]:
@@ -304,7 +313,8 @@ class Scheduler:
             )
             return False
         usage = dict(entry.assignment.usage)
-        lenders = self._lenders(entry.cq, usage) if mode == FIT else ""
+        # the lenders are named only when a plain fit borrows; read them before the usage is added
+        lenders = self._lenders(entry.cq, usage) if mode == FIT and entry.assignment.borrowing > 0 else ""
         for fr, qty in usage.items():
             node.add_usage(fr, qty)
         if mode == PREEMPT_MODE:
@@ -349,7 +359,7 @@ class Scheduler:
             return f"flavor {names[0]}"
         return "flavors " + ", ".join(f"{r}={flavors[r]}" for r in sorted(flavors))
 
-    def _set_scan(self, track: _Track, scan: dict[int, int]) -> None:
+    def _set_scan(self, track: _Track, scan: Mapping[int, int]) -> None:
         track.scan = scan
         if scan:
             self.scanning[track.workload.name] = tuple(sorted(scan.items()))
@@ -467,7 +477,7 @@ def simulate(
     """Run Kueue's admission loop over ``workloads`` against the Kueue ``objects`` until it settles."""
     config = parse_objects(objects)
     sched = Scheduler(config)
-    items = sorted(workloads, key=lambda w: w.name)
+    items = sorted(workloads, key=attrgetter("name"))
     seen: set[str] = set()
     for wl in items:
         if wl.name in seen:
@@ -485,7 +495,7 @@ def simulate(
     for batch in sorted(batches):
         if stopped:
             break
-        for wl in sorted(batches[batch], key=lambda w: (w.created, w.name)):
+        for wl in sorted(batches[batch], key=attrgetter("created", "name")):
             sched.enqueue(wl)
         idle = 0
         last_busy = sched.cycle
