@@ -69,6 +69,7 @@ class AdmittedIndex:
         # sorted candidate lists are reused until the ClusterQueue's admitted set changes
         self._version: dict[str, int] = dict.fromkeys(self.by_cq, 0)
         self._sorted: dict[tuple[str, frozenset[FlavorResource]], tuple[int, list[Admitted]]] = {}
+        self._names: dict[str, tuple[int, frozenset[str]]] = {}
 
     def add(self, adm: Admitted) -> None:
         self._version[adm.cq] += 1
@@ -93,6 +94,13 @@ class AdmittedIndex:
                 bucket[prio] = left
             else:
                 bucket.pop(prio, None)
+
+    def names(self, cq: str) -> frozenset[str]:
+        """The workloads admitted in ``cq``, remembered until that set changes (for the loop check)."""
+        cached = self._names.get(cq)
+        if cached is None or cached[0] != self._version[cq]:
+            cached = self._names[cq] = (self._version[cq], frozenset(self.by_cq[cq]))
+        return cached[1]
 
     def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
         """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""
@@ -408,25 +416,26 @@ class Preemptor:
         return []
 
     def _fits_without(self, pool: list[_Candidate], allow_borrowing: bool) -> bool:
-        """Would the preemptor fit with every candidate gone? If not, no prefix of them can do it.
+        """Might the preemptor fit with every candidate gone? If not, no prefix of them can do it.
 
-        Freeing usage never lowers what is available, so this bound is exact to skip hopeless searches;
-        the candidates' usage is summed per ClusterQueue first, which the tree accounts identically.
-        """
-        per_cq: dict[str, dict[FlavorResource, int]] = {}
+        Answered by the arithmetic of ``_freeable`` and ``_nominal_room`` on what the candidates
+        use, without changing the tree: when the bound says no, the search would fail (freeing
+        never lowers what is available); when it says maybe, the search itself finds out."""
+        freed = dict.fromkeys(self.usage, 0)
+        own_freed = dict.fromkeys(self.usage, 0)
+        own = self.spec.name
         for cand in pool:
-            sums = per_cq.setdefault(cand.adm.cq, {})
             for fr, value in cand.adm.usage.items():
-                if fr in self.usage:
-                    sums[fr] = sums.get(fr, 0) + value
-        for cq in sorted(per_cq):
-            for fr, value in per_cq[cq].items():
-                self.tree.cqs[cq].remove_usage(fr, value)
-        ok = self.fits(allow_borrowing)
-        for cq in sorted(per_cq):
-            for fr, value in per_cq[cq].items():
-                self.tree.cqs[cq].add_usage(fr, value)
-        return ok
+                if fr in freed:
+                    freed[fr] += value
+                    if cand.adm.cq == own:
+                        own_freed[fr] += value
+        for fr, value in self.usage.items():
+            if value > max(0, self.node.available(fr) + freed[fr]):
+                return False
+            if not allow_borrowing and self.node.borrowing_with(fr, value - own_freed[fr]):
+                return False
+        return True
 
     def _fill_back(self, chosen: list[_Candidate], allow_borrowing: bool) -> list[_Candidate]:
         """Return victims (all but the last one tried, newest first) whose eviction turned out unneeded."""

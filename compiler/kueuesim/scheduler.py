@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from itertools import chain
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
@@ -418,11 +417,12 @@ class Scheduler:
 
         Within a batch every workload that is not admitted waits in its own queue, active or parked,
         so the admitted set, the parked sets and the active counts pin the queues down; the counts
-        also tell batches apart."""
-        admitted = frozenset(chain.from_iterable(self.admitted.by_cq.values()))
-        queues = tuple((name, q.state(), q.sticky) for name, q in self.queues.items())
-        scans = frozenset(self.scanning.items())
-        return (admitted, queues, scans)
+        also tell batches apart. Per ClusterQueue, in their fixed order (a workload's ClusterQueue
+        never changes): its admitted names, active count, parked set and sticky head, each part
+        remembered until it changes, as this runs after every cycle that evicts."""
+        admitted = self.admitted
+        queues = tuple([(admitted.names(name), q.state(), q.sticky) for name, q in self.queues.items()])
+        return (queues, frozenset(self.scanning.items()))
 
     # -- results -----------------------------------------------------------
     def outcomes(self) -> dict[str, Outcome]:
