@@ -198,14 +198,17 @@ class PendingQueue:
         """A new (or evicted) workload arrives; False if it was parked at once by a bulk move."""
         self._changes += 1
         key = self._shape(wl)
-        if self._is_queued(wl, key):
+        shelf = self._queued.get(key)
+        if shelf is not None and wl.name in shelf.members:
             return True
         if not self.strict and key in self.bulk_moved:
             self._park_one(wl, key)
             return False
         if self._parked and self._take(self._parked, key, wl.name) is not None:
             self._parked_count -= 1
-        self._activate(wl, key)
+        if shelf is None:
+            shelf = self._queued[key] = _Shelf()
+        shelf.put(wl)
         return True
 
     def push(self, wl: Workload) -> None:
@@ -240,8 +243,8 @@ class PendingQueue:
             del self._queued[best_key]
         return best[1]
 
-    def requeue(self, wl: Workload, immediate: bool, bulk: bool = False) -> list[Workload]:
-        """Return a head that was not admitted, to the heap or parked; the result holds the workloads
+    def requeue(self, wl: Workload, immediate: bool, bulk: bool = False) -> list[str]:
+        """Return a head that was not admitted, to the heap or parked; the result names the workloads
         parked with it (in no particular order)."""
         self._changes += 1
         if self.strict or immediate:
@@ -256,7 +259,7 @@ class PendingQueue:
         moved = self._queued.pop(key, None)
         if moved is None:
             return []
-        found = list(moved.members.values())  # before the merge, which may hand this dict over
+        found = list(moved.members)  # before the merge, which may hand this dict over
         self._parked_count += len(found)
         parked = self._parked.get(key)
         if parked is None:

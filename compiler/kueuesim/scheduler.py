@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import count
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
@@ -56,12 +57,19 @@ class _Entry:
     result: str = ""
 
 
+_STAMPS = count(1)  # orders the writes of reasons: only which came later matters
+
+
 class _Track:
     """What the simulator remembers about one workload across cycles. A plain class whose
-    defaults live on the class: one is made per workload, and most never leave them."""
+    defaults live on the class: one is made per workload, and most never leave them.
+
+    ``reason`` is stamped when written, as a bulk park writes the reason of all the workloads
+    it moves at once elsewhere (``Scheduler.parked_with``): the later of the two is the reason."""
 
     cq: str | None = None
-    reason: str = ""
+    _reason: str = ""
+    reason_stamp: int = 0
     admitted: Admitted | None = None
     admitted_cycle: int | None = None
     borrowing: bool = False
@@ -73,6 +81,15 @@ class _Track:
         self.workload = workload
         self.preempted_by: list[str] = []
         self.preemptions: list[str] = []
+
+    @property
+    def reason(self) -> str:
+        return self._reason
+
+    @reason.setter
+    def reason(self, text: str) -> None:
+        self._reason = text
+        self.reason_stamp = next(_STAMPS)
 
 
 class Scheduler:
@@ -96,6 +113,9 @@ class Scheduler:
             elif self.tree.in_cycle(name):
                 self.inactive[name] = "its cohort tree has a cycle"
         self.tracks: dict[str, _Track] = {}
+        # workload -> (stamp, reason) of the last bulk park that moved it: thousands of workloads
+        # of one shape are parked at once, and one dict update records that for all of them
+        self.parked_with: dict[str, tuple[int, str]] = {}
         self.ping_pong = False  # the simulation stopped because a state after evictions came back
         # workload -> its flavor scan's progress, while one is under way (kept for ``signature``)
         self.scanning: dict[str, tuple[tuple[int, int], ...]] = {}
@@ -381,10 +401,10 @@ class Scheduler:
         else:
             self._set_scan(track, dict(entry.assignment.tried))
             moved = queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True)
-            reason = (f"parked with {entry.workload.name}, a workload of the same shape that could not be admitted: "
-                      f"{track.reason}")
-            for other in moved:
-                self.tracks[other.name].reason = reason
+            if moved:
+                note = (next(_STAMPS), f"parked with {entry.workload.name}, a workload of the same shape that "
+                                       f"could not be admitted: {track.reason}")
+                self.parked_with.update(dict.fromkeys(moved, note))
 
 
     def _evict(self, victims: Mapping[str, tuple[Admitted, Target, str]]) -> bool:
@@ -425,6 +445,11 @@ class Scheduler:
         return (queues, frozenset(self.scanning.items()))
 
     # -- results -----------------------------------------------------------
+    def _reason_of(self, name: str, track: _Track) -> str:
+        """The last reason written for a workload: its own, or its last bulk park's if that came later."""
+        note = self.parked_with.get(name)
+        return note[1] if note is not None and note[0] > track.reason_stamp else track.reason
+
     def outcomes(self) -> dict[str, Outcome]:
         out: dict[str, Outcome] = {}
         for name in sorted(self.tracks):
@@ -432,10 +457,10 @@ class Scheduler:
             if track.admitted is not None:
                 out[name] = Outcome(
                     name, "admitted", track.admitted.cq, dict(sorted(track.admitted.flavors.items())),
-                    tuple(track.preempted_by), track.reason, track.borrowing,
+                    tuple(track.preempted_by), self._reason_of(name, track), track.borrowing,
                 )
                 continue
-            reason = track.reason or self._untried_reason(track)
+            reason = self._reason_of(name, track) or self._untried_reason(track)
             if track.preempting and self.ping_pong:
                 reason += ("; they are admitted again ahead of it in the next cycle (Kueue takes the workloads "
                            "that borrow less first), so it preempts them again, over and over, and never runs")
