@@ -104,8 +104,16 @@ class AdmittedIndex:
 
     def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
         """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""
-        bucket = self._by_priority[cq].get(fr, {})
-        return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
+        bucket = self._by_priority[cq].get(fr)
+        if not bucket:
+            return 0
+        if max_priority is None:
+            return sum(bucket.values())
+        total = 0
+        for priority, value in bucket.items():
+            if priority <= max_priority:
+                total += value
+        return total
 
     def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
         """The admitted workloads of ``cq`` that use any of ``frs``, in victim order (lowest priority first)."""
@@ -331,9 +339,14 @@ class Preemptor:
         for child in current.child_cohorts:
             if child is not skip and not child.within_nominal(frs):
                 found.extend(self._over_quota_cqs(child, None))
+        own = self.node
         for cq in current.child_cqs:
-            if cq is not self.node and not cq.within_nominal(frs):
-                found.append(cq)
+            if cq is not own:
+                usage, subtree = cq.usage, cq.subtree  # within_nominal, inlined: most nodes are ClusterQueues
+                for fr in frs:
+                    if usage.get(fr, 0) > subtree.get(fr, 0):
+                        found.append(cq)
+                        break
         return found
 
     def _could_fit(self) -> bool:

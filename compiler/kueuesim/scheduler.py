@@ -104,6 +104,7 @@ class Scheduler:
             for name, spec in sorted(config.cluster_queues.items())
         }
         self._resolved: dict[tuple[str, str], tuple[str | None, str]] = {}
+        self._selects: dict[tuple[str, str], bool] = {}  # (ClusterQueue, namespace) -> selected
         self.admitted = AdmittedIndex(self.queues)
         self.inactive: dict[str, str] = {}
         for name, spec in sorted(config.cluster_queues.items()):
@@ -218,7 +219,10 @@ class Scheduler:
     def _nominate(self, cq: str, wl: Workload) -> _Entry | None:
         spec = self.config.cluster_queues[cq]
         track = self.tracks[wl.name]
-        if not spec.selects(wl.namespace):
+        selected = self._selects.get((cq, wl.namespace))
+        if selected is None:
+            selected = self._selects[(cq, wl.namespace)] = spec.selects(wl.namespace)
+        if not selected:
             track.cq = None
             track.reason = f"namespace '{wl.namespace}' is not selected by ClusterQueue '{cq}'"
             self.queues[cq].park(wl)
