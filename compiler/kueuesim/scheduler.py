@@ -187,7 +187,7 @@ class Scheduler:
                 wanted = {r: q for r, q in requests.items() if r in group.covered}
                 if not wanted:
                     continue
-                chosen = next(
+                chosen = group.flavors[0] if len(group.flavors) == 1 else next(  # one flavor: no choice
                     (f for f in group.flavors if all(q <= node.available((f, r)) for r, q in wanted.items())),
                     group.flavors[0],
                 )
