@@ -196,20 +196,33 @@ class PendingQueue:
 
     def add(self, wl: Workload) -> bool:
         """A new (or evicted) workload arrives; False if it was parked at once by a bulk move."""
+        return not self.add_all([wl])
+
+    def add_all(self, arrivals: list[Workload]) -> list[Workload]:
+        """``add`` for each of ``arrivals`` (a batch: tens of thousands of Jobs arrive at once, so
+        the steps are written out here); the result lists those parked at once."""
         self._changes += 1
-        key = self._shape(wl)
-        shelf = self._queued.get(key)
-        if shelf is not None and wl.name in shelf.members:
-            return True
-        if not self.strict and key in self.bulk_moved:
-            self._park_one(wl, key)
-            return False
-        if self._parked and self._take(self._parked, key, wl.name) is not None:
-            self._parked_count -= 1
-        if shelf is None:
-            shelf = self._queued[key] = _Shelf()
-        shelf.put(wl)
-        return True
+        parked: list[Workload] = []
+        shapes, queued = self._shapes, self._queued
+        bulk = self.bulk_moved if not self.strict else frozenset()
+        for wl in arrivals:
+            name = wl.name
+            key = shapes.get(name)
+            if key is None:
+                key = shapes[name] = self._shape_of(wl)
+            shelf = queued.get(key)
+            if shelf is not None and name in shelf.members:
+                continue
+            if key in bulk:
+                self._park_one(wl, key)
+                parked.append(wl)
+                continue
+            if self._parked and self._take(self._parked, key, name) is not None:
+                self._parked_count -= 1
+            if shelf is None:
+                shelf = queued[key] = _Shelf()
+            shelf.put(wl)
+        return parked
 
     def push(self, wl: Workload) -> None:
         """Put a workload on the heap (leaving the inadmissible set if it was parked)."""

@@ -202,18 +202,25 @@ class Scheduler:
             track.reason = "already admitted before the simulation started"
             self.events.append(f"cycle 0: running {wl.name} in {cq} ({self._flavor_text(flavors)})")
 
-    def enqueue(self, wl: Workload) -> None:
-        track = self.tracks[wl.name]
-        cq, why = self._resolve(wl)
-        track.cq = cq
-        if cq is None:
-            track.reason = why
-            return
-        if cq in self.inactive:
-            track.reason = f"ClusterQueue '{cq}' is inactive: {self.inactive[cq]}"
-            return
-        if not self.queues[cq].add(wl):
-            track.reason = "parked on arrival: a queued workload of the same shape could not be admitted"
+    def enqueue(self, workloads: Iterable[Workload]) -> None:
+        """New workloads arrive, each in its LocalQueue's ClusterQueue. Arrivals do not affect
+        each other (a queue's order is its keys'), so each queue takes its arrivals at once."""
+        arrivals: dict[str, list[Workload]] = {}
+        for wl in workloads:
+            track = self.tracks[wl.name]
+            cq, why = self._resolve(wl)
+            track.cq = cq
+            if cq is None:
+                track.reason = why
+            elif cq in self.inactive:
+                track.reason = f"ClusterQueue '{cq}' is inactive: {self.inactive[cq]}"
+            else:
+                arrivals.setdefault(cq, []).append(wl)
+        for cq, found in arrivals.items():
+            for wl in self.queues[cq].add_all(found):
+                self.tracks[wl.name].reason = (
+                    "parked on arrival: a queued workload of the same shape could not be admitted"
+                )
 
     # -- one cycle ---------------------------------------------------------
     def _nominate(self, cq: str, wl: Workload) -> _Entry | None:
@@ -449,22 +456,20 @@ class Scheduler:
         return (queues, frozenset(self.scanning.items()))
 
     # -- results -----------------------------------------------------------
-    def _reason_of(self, name: str, track: _Track) -> str:
-        """The last reason written for a workload: its own, or its last bulk park's if that came later."""
-        note = self.parked_with.get(name)
-        return note[1] if note is not None and note[0] > track.reason_stamp else track.reason
-
     def outcomes(self) -> dict[str, Outcome]:
         out: dict[str, Outcome] = {}
-        for name in sorted(self.tracks):
-            track = self.tracks[name]
+        tracks, notes = self.tracks, self.parked_with
+        for name in sorted(tracks):
+            track = tracks[name]
+            note = notes.get(name)  # the last reason written: its own, or its last bulk park's if later
+            reason = note[1] if note is not None and note[0] > track.reason_stamp else track._reason
             if track.admitted is not None:
                 out[name] = Outcome(
                     name, "admitted", track.admitted.cq, dict(sorted(track.admitted.flavors.items())),
-                    tuple(track.preempted_by), self._reason_of(name, track), track.borrowing,
+                    tuple(track.preempted_by), reason, track.borrowing,
                 )
                 continue
-            reason = self._reason_of(name, track) or self._untried_reason(track)
+            reason = reason or self._untried_reason(track)
             if track.preempting and self.ping_pong:
                 reason += ("; they are admitted again ahead of it in the next cycle (Kueue takes the workloads "
                            "that borrow less first), so it preempts them again, over and over, and never runs")
@@ -524,8 +529,7 @@ def simulate(
     for batch in sorted(batches):
         if stopped:
             break
-        for wl in sorted(batches[batch], key=attrgetter("created", "name")):
-            sched.enqueue(wl)
+        sched.enqueue(sorted(batches[batch], key=attrgetter("created", "name")))
         idle = 0
         last_busy = sched.cycle
         while True:
