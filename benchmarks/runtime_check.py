@@ -2,17 +2,28 @@
 strategy against the optimal solve, on one generated platform, in one run.
 
     python benchmarks/runtime_check.py [--pipelines 2000] [--seed 1] [--repeat 1]
+    python benchmarks/runtime_check.py --replay DIR [--strategy zenml] [--repeat 5]
 
 The platform is benchmarks/gen_pipelines.py's (2,000 pipelines, about 11,000 steps on
 Kubernetes components); pass --pipelines to scale it. Prints wall and CPU seconds of
 `plan_paths` with and without the check, the check's share, and the kueue strategy,
 plus whether the replay agrees with the optimal plan. These machines are small and
 noisy: read the ratios, and compare only figures printed by one run.
+
+``--replay DIR`` plans the platform in DIR (for instance a plan_cli instance kept with
+``--keep``) once, keeps what the runtime check hands the simulator (the Kueue objects,
+the Jobs, the running allocations), and times that replay alone, ``--repeat`` times in
+the process, with the CLI's collector threshold. It prints the best and median CPU
+seconds and a digest of the outcomes, the event log and the usage: run it on two
+checkouts to compare the simulator's cost, and the digests to see the results match.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import hashlib
+import statistics
 import sys
 import tempfile
 import time
@@ -28,8 +39,43 @@ from compiler.plan import plan_paths  # noqa: E402
 
 def timed(label: str, **kwargs: object) -> tuple[float, float, object]:
     wall, cpu = time.perf_counter(), time.process_time()
-    result = plan_paths(**kwargs)  # type: ignore[arg-type]
+    result = plan_paths(**kwargs)
     return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def replay_only(directory: Path, strategy: str, repeat: int) -> None:
+    """Plan ``directory`` once, keep the runtime check's replay inputs, and time the replay alone."""
+    from compiler.cli import GC_YOUNG_THRESHOLD
+    from compiler.planner import kueue as replaying
+
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)  # as `poolc plan` runs
+    captured: list[tuple[tuple, dict]] = []
+    inner = replaying.replay
+
+    def keep(*args: object, **kwargs: object) -> object:
+        captured.append((args, kwargs))
+        return inner(*args, **kwargs)
+
+    replaying.replay = keep
+    try:
+        plan_paths(paths=[str(directory)], strategy=strategy)
+    finally:
+        replaying.replay = inner
+    args, kwargs = captured[-1]
+    times, sim = [], None
+    for _ in range(repeat):
+        gc.collect()
+        cpu = time.process_time()
+        sim = replaying.replay(*args, **kwargs)
+        times.append(time.process_time() - cpu)
+    assert sim is not None
+    outcomes = sorted((name, o.status, o.cluster_queue, sorted(o.flavors.items()), o.preempted_by, o.reason,
+                       o.borrowing) for name, o in sim.outcomes.items())
+    digest = hashlib.sha256(repr((outcomes, sim.cycles, sim.events, sim.usage)).encode()).hexdigest()[:16]
+    statuses = {s: sum(1 for o in sim.outcomes.values() if o.status == s) for s in ("admitted", "pending", "preempted")}
+    print(f"{directory.name}: {len(sim.outcomes)} workloads, {sim.cycles} cycles, {statuses}")
+    print(f"replay CPU s: best {min(times):.3f}, median {statistics.median(times):.3f} of {repeat}; "
+          f"results digest {digest}")
 
 
 def main() -> None:
@@ -37,7 +83,12 @@ def main() -> None:
     parser.add_argument("--pipelines", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--replay", type=Path, metavar="DIR", help="time the replay alone on this platform")
+    parser.add_argument("--strategy", default="zenml", help="the strategy that plans DIR (with --replay)")
     args = parser.parse_args()
+    if args.replay is not None:
+        replay_only(args.replay, args.strategy, args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         generate(root, args.pipelines, args.seed)

@@ -112,11 +112,15 @@ class FlavorAssigner:
 
     def _fits(self, fr: FlavorResource, value: int) -> tuple[int, int, str | None]:
         """Kueue's fitsResourceQuota: (granular preemption mode, borrowing level, reason if not a plain fit)."""
-        flavor, res = fr
-        node, quota = self.node, self.node.quota(fr)
-        available = max(0, node.available(fr))
-        if value <= available:  # what is available now never exceeds what could ever be
+        node = self.node
+        available = node.available(fr)
+        if value <= available or value <= 0:  # what is available now never exceeds what could ever be
+            if node.parent is None or not node.borrowing_with(fr, value):
+                return _G_FIT, 0, None  # lowest_fitting_subtree's answer when nothing is borrowed
             return _G_FIT, lowest_fitting_subtree(node, fr, value)[0], None
+        available = max(0, available)
+        flavor, res = fr
+        quota = node.quota(fr)
         ceiling = node.potential_available(fr)
         amount = f"{format_amount(res, value)}"
         if value > ceiling:
@@ -145,19 +149,20 @@ class FlavorAssigner:
     def assign(self, start: Mapping[int, int]) -> Assignment:
         out = Assignment()
         done: set[str] = set()
+        group_of = self.spec.group_index
         for res in sorted(self.requests):
             if res in done:
                 continue
             qty = self.requests[res]
-            group = self.spec.group_for(res)
-            if group is None:
+            gidx = group_of.get(res)
+            if gidx is None:
                 if qty == 0:
                     continue
                 out.reasons.append(f"resource {res} is not covered by ClusterQueue '{self.spec.name}'")
                 out.failed = True
                 return out
-            gidx = self.spec.groups.index(group)
-            wanted = {r: q for r, q in sorted(self.requests.items()) if r in group.covered}
+            covered = self.spec.groups[gidx].covered
+            wanted = {r: q for r, q in sorted(self.requests.items()) if r in covered}
             done.update(wanted)
             if not self._assign_group(gidx, wanted, start.get(gidx, -1) + 1, out):
                 out.failed = True

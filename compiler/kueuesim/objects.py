@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .quantity import canonical_units
@@ -90,10 +91,17 @@ class ClusterQueueSpec:
     fungibility: Fungibility
 
     def group_for(self, resource: str) -> ResourceGroup | None:
-        for group in self.groups:
-            if resource in group.covered:
-                return group
-        return None
+        index = self.group_index.get(resource)
+        return None if index is None else self.groups[index]
+
+    @cached_property
+    def group_index(self) -> Mapping[str, int]:
+        """Resource -> the index of the first group that covers it (asked for every nomination)."""
+        found: dict[str, int] = {}
+        for index, group in enumerate(self.groups):
+            for resource in group.covered:
+                found.setdefault(resource, index)
+        return found
 
     def selects(self, namespace: str) -> bool:
         return self.selector is not None and self.selector.matches({NAMESPACE_LABEL: namespace})

@@ -69,6 +69,7 @@ class AdmittedIndex:
         # sorted candidate lists are reused until the ClusterQueue's admitted set changes
         self._version: dict[str, int] = dict.fromkeys(self.by_cq, 0)
         self._sorted: dict[tuple[str, frozenset[FlavorResource]], tuple[int, list[Admitted]]] = {}
+        self._names: dict[str, tuple[int, frozenset[str]]] = {}
 
     def add(self, adm: Admitted) -> None:
         self._version[adm.cq] += 1
@@ -94,10 +95,25 @@ class AdmittedIndex:
             else:
                 bucket.pop(prio, None)
 
+    def names(self, cq: str) -> frozenset[str]:
+        """The workloads admitted in ``cq``, remembered until that set changes (for the loop check)."""
+        cached = self._names.get(cq)
+        if cached is None or cached[0] != self._version[cq]:
+            cached = self._names[cq] = (self._version[cq], frozenset(self.by_cq[cq]))
+        return cached[1]
+
     def usage_up_to(self, cq: str, fr: FlavorResource, max_priority: int | None) -> int:
         """Usage of ``fr`` in ``cq`` by workloads of at most ``max_priority`` (None: any priority)."""
-        bucket = self._by_priority[cq].get(fr, {})
-        return sum(v for p, v in bucket.items() if max_priority is None or p <= max_priority)
+        bucket = self._by_priority[cq].get(fr)
+        if not bucket:
+            return 0
+        if max_priority is None:
+            return sum(bucket.values())
+        total = 0
+        for priority, value in bucket.items():
+            if priority <= max_priority:
+                total += value
+        return total
 
     def using(self, cq: str, frs: frozenset[FlavorResource]) -> list[Admitted]:
         """The admitted workloads of ``cq`` that use any of ``frs``, in victim order (lowest priority first)."""
@@ -164,6 +180,7 @@ class Preemptor:
         self.workload = workload
         self.usage = dict(usage)
         self.frs = frs
+        self._levels: list[tuple[Node, list[Node], bool]] | None = None
 
     # Only the preemptor's flavor-resources are read while searching, and every
     # flavor-resource is accounted independently in the tree, so victims are taken
@@ -218,9 +235,24 @@ class Preemptor:
                 kind = _RECLAIM_WHILE_BORROW if below else _RECLAIM_NO_BORROW
             out.append(_Candidate(adm, lca, kind, adm.victim_rank))
 
-    def _in_subtree(self, root: Node, skip: Node | None, hier: bool, out: list[_Candidate]) -> None:
-        for cq in self._over_quota_cqs(root, skip):
-            self._from_cq(cq.name, root, hier, out)
+    def levels(self) -> list[tuple[Node, list[Node], bool]]:
+        """Per ancestor of the preemptor's ClusterQueue, lowest first: the other ClusterQueues
+        above their quota that it adds (``_over_quota_cqs``), and whether the preemptor's subtree
+        below it already has the quota the preemptor needs (then its candidates are hierarchical
+        reclaim ones). Both ``_reach`` and ``candidates`` read this before any victim is taken out,
+        on the same tree, so it is worked out once."""
+        if self._levels is None:
+            levels: list[tuple[Node, list[Node], bool]] = []
+            previous: Node | None = None
+            advantage, remaining = fits_in_quota(self.node, self.usage)
+            ancestors = self.node.ancestors()
+            for i, root in enumerate(ancestors):
+                levels.append((root, self._over_quota_cqs(root, previous), advantage))
+                if not advantage and i + 1 < len(ancestors):  # once it holds, it holds above too
+                    advantage, remaining = fits_in_quota(root, remaining)
+                previous = root
+            self._levels = levels
+        return self._levels
 
     def candidates(self) -> tuple[list[_Candidate], bool, bool]:
         """All candidates in trial order, and whether none / no hierarchical ones come from other queues."""
@@ -230,13 +262,9 @@ class Preemptor:
         hierarchy: list[_Candidate] = []
         by_priority: list[_Candidate] = []
         if self.node.parent is not None and self.spec.preemption.reclaim_within_cohort != "Never":
-            previous: Node | None = None
-            advantage, remaining = fits_in_quota(self.node, self.usage)
-            for root in self.node.ancestors():
-                self._in_subtree(root, previous, advantage, hierarchy if advantage else by_priority)
-                fits, remaining = fits_in_quota(root, remaining)
-                advantage = advantage or fits
-                previous = root
+            for root, over_quota, advantage in self.levels():
+                for cq in over_quota:
+                    self._from_cq(cq.name, root, advantage, hierarchy if advantage else by_priority)
         for group in (same, hierarchy, by_priority):
             group.sort(key=_RANK)  # other queues' groups and the own queue's are kept apart
         ordered = hierarchy + by_priority + same
@@ -294,36 +322,70 @@ class Preemptor:
         # while borrowing, only candidates below the preemptor (and the threshold) stay
         below = min(x for x in (cap, self.workload.priority - 1, pre.max_priority_threshold) if x is not None)
         forbidden = self._forbidden_borrow()
-        previous: Node | None = None
-        advantage, remaining = fits_in_quota(self.node, self.usage)
-        for root in self.node.ancestors():
-            for cq in self._over_quota_cqs(root, previous):
+        for _, over_quota, advantage in self.levels():
+            for cq in over_quota:
                 plain[cq.name] = cap
                 if advantage:
                     borrowing[cq.name] = cap
                 elif not forbidden:
                     borrowing[cq.name] = below
-            fits, remaining = fits_in_quota(root, remaining)
-            advantage = advantage or fits
-            previous = root
         return borrowing, plain
 
     def _over_quota_cqs(self, current: Node, skip: Node | None) -> list[Node]:
         """The other ClusterQueues under ``current`` that are above their nominal quota, outside
         ``skip`` and below no cohort within its own: where candidates come from."""
         found: list[Node] = []
+        frs = self.frs
         for child in current.child_cohorts:
-            if child is not skip and not child.within_nominal(self.frs):
+            if child is not skip and not child.within_nominal(frs):
                 found.extend(self._over_quota_cqs(child, None))
-        found.extend(cq for cq in current.child_cqs if cq is not self.node and not cq.within_nominal(self.frs))
+        own = self.node
+        for cq in current.child_cqs:
+            if cq is not own:
+                usage, subtree = cq.usage, cq.subtree  # within_nominal, inlined: most nodes are ClusterQueues
+                for fr in frs:
+                    if usage.get(fr, 0) > subtree.get(fr, 0):
+                        found.append(cq)
+                        break
         return found
 
     def _could_fit(self) -> bool:
         """A quick bound: would the workload fit, in either attempt, with every workload
         that attempt could reach gone? Freeing usage never lowers what is available, so
-        when it would not, no set of victims does and the candidates need not be listed."""
+        when it would not, no set of victims does and the candidates need not be listed.
+
+        Most preemptors asked are hopeless, so two exact arithmetic bounds (``_freeable``,
+        ``_nominal_room``) answer most attempts before the tree is changed to try them."""
         borrowing, plain = self._reach()
-        return any(reach and self._fits_freed(reach, allow) for allow, reach in ((True, borrowing), (False, plain)))
+        if borrowing and self._freeable(borrowing) and self._fits_freed(borrowing, True):
+            return True
+        return bool(plain) and self._nominal_room(plain) and self._freeable(plain) and self._fits_freed(plain, False)
+
+    def _freeable(self, reach: Mapping[str, int | None]) -> bool:
+        """Could freeing what ``reach`` allows make room for every flavor-resource? Freeing X units
+        anywhere in the tree raises ``available`` here by at most X: a freed unit either reaches the
+        root or is kept by the lendingLimit of one node on its way up, and in ``available``'s walk
+        down our path the root's term grows by the units that reached it, a borrowingLimit's cap by
+        no more than what was released into that cohort, and a node's private leftover by the units
+        it kept. So when ``value > max(0, available + X)`` no victims drawn from ``reach`` suffice."""
+        usage_up_to = self.admitted.usage_up_to
+        for fr, value in self.usage.items():
+            freed = sum(usage_up_to(cq, fr, cap) for cq, cap in reach.items())
+            if value > max(0, self.node.available(fr) + freed):
+                return False
+        return True
+
+    def _nominal_room(self, reach: Mapping[str, int | None]) -> bool:
+        """The attempt without borrowing needs our own usage within nominal quota afterwards, and
+        only our own victims lower our own usage (the others' release reaches only cohorts)."""
+        own = self.spec.name
+        for fr, value in self.usage.items():
+            used = self.node.usage.get(fr, 0)
+            if own in reach:
+                used -= self.admitted.usage_up_to(own, fr, reach[own])
+            if self.node.quota(fr).nominal < used + value:
+                return False
+        return True
 
     def _fits_freed(self, reach: Mapping[str, int | None], allow_borrowing: bool) -> bool:
         freed = [(self.tree.cqs[cq], fr, value) for cq, cap in reach.items() for fr in self.usage
@@ -367,25 +429,26 @@ class Preemptor:
         return []
 
     def _fits_without(self, pool: list[_Candidate], allow_borrowing: bool) -> bool:
-        """Would the preemptor fit with every candidate gone? If not, no prefix of them can do it.
+        """Might the preemptor fit with every candidate gone? If not, no prefix of them can do it.
 
-        Freeing usage never lowers what is available, so this bound is exact to skip hopeless searches;
-        the candidates' usage is summed per ClusterQueue first, which the tree accounts identically.
-        """
-        per_cq: dict[str, dict[FlavorResource, int]] = {}
+        Answered by the arithmetic of ``_freeable`` and ``_nominal_room`` on what the candidates
+        use, without changing the tree: when the bound says no, the search would fail (freeing
+        never lowers what is available); when it says maybe, the search itself finds out."""
+        freed = dict.fromkeys(self.usage, 0)
+        own_freed = dict.fromkeys(self.usage, 0)
+        own = self.spec.name
         for cand in pool:
-            sums = per_cq.setdefault(cand.adm.cq, {})
             for fr, value in cand.adm.usage.items():
-                if fr in self.usage:
-                    sums[fr] = sums.get(fr, 0) + value
-        for cq in sorted(per_cq):
-            for fr, value in per_cq[cq].items():
-                self.tree.cqs[cq].remove_usage(fr, value)
-        ok = self.fits(allow_borrowing)
-        for cq in sorted(per_cq):
-            for fr, value in per_cq[cq].items():
-                self.tree.cqs[cq].add_usage(fr, value)
-        return ok
+                if fr in freed:
+                    freed[fr] += value
+                    if cand.adm.cq == own:
+                        own_freed[fr] += value
+        for fr, value in self.usage.items():
+            if value > max(0, self.node.available(fr) + freed[fr]):
+                return False
+            if not allow_borrowing and self.node.borrowing_with(fr, value - own_freed[fr]):
+                return False
+        return True
 
     def _fill_back(self, chosen: list[_Candidate], allow_borrowing: bool) -> list[_Candidate]:
         """Return victims (all but the last one tried, newest first) whose eviction turned out unneeded."""

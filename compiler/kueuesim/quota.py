@@ -21,8 +21,8 @@ class Node:
     """One ClusterQueue or Cohort with its quotas and current usage."""
 
     __slots__ = (
-        "_height", "_path", "borrow_limits", "child_cohorts", "child_cqs", "is_cohort", "local", "name", "parent",
-        "quotas", "subtree", "usage",
+        "_available_steps", "_chain", "_height", "_path", "_potential", "borrow_limits", "child_cohorts",
+        "child_cqs", "is_cohort", "local", "name", "nominal", "parent", "quotas", "subtree", "usage",
     )
 
     def __init__(self, name: str, is_cohort: bool, quotas: Mapping[FlavorResource, Quota]) -> None:
@@ -34,10 +34,19 @@ class Node:
         self.subtree: dict[FlavorResource, int] = {}
         self.local: dict[FlavorResource, int] = {}  # private quota per flavor-resource, fixed once built
         self.usage: dict[FlavorResource, int] = {}
+        self.nominal: dict[FlavorResource, int] = {}  # set with ``local``
         self.child_cqs: list[Node] = []
         self.child_cohorts: list[Node] = []
         self._path: tuple[Node, ...] | None = None  # self up to the root, once the tree is linked
         self._height: int | None = None
+        # Per flavor-resource, what the hot walks to the root read that never changes once the tree
+        # is built (quotas, lending and borrowing limits), next to each node's live usage dict;
+        # worked out on first use. ``usage`` is never rebound, so holding the dict is safe.
+        self._chain: dict[FlavorResource, tuple[tuple[dict[FlavorResource, int], int], ...]] = {}
+        self._available_steps: dict[FlavorResource, tuple[int, dict[FlavorResource, int],
+                                                          tuple[tuple[dict[FlavorResource, int], int,
+                                                                      int | None, int], ...]]] = {}
+        self._potential: dict[FlavorResource, int] = {}
 
     def freeze(self) -> None:
         """The tree is linked and never changes shape again: remember the walks to the root."""
@@ -65,6 +74,9 @@ class Node:
         return self.local.get(fr, 0)
 
     def _compute_local(self) -> None:
+        """Once the subtree quota is known: the private quota, and the limit ``borrowing_with``
+        compares against (a ClusterQueue's nominal quota, a cohort's subtree quota)."""
+        self.nominal = self.subtree if self.is_cohort else {fr: q.nominal for fr, q in self.quotas.items()}
         self.local = {
             fr: max(0, self.subtree.get(fr, 0) - q.lending_limit)
             for fr, q in self.quotas.items()
@@ -76,66 +88,89 @@ class Node:
 
     def available(self, fr: FlavorResource) -> int:
         """What can still be used here: private leftovers plus what the ancestors let us borrow."""
-        path = self.path()
-        top = path[-1]
-        avail = top.subtree.get(fr, 0) - top.usage.get(fr, 0)
-        for node in reversed(path[:-1]):
-            used = node.usage.get(fr, 0)
-            lq = node.local.get(fr, 0)
-            borrow = node.borrow_limits.get(fr)
+        steps = self._available_steps.get(fr)
+        if steps is None:
+            steps = self._available_steps[fr] = self._steps_for_available(fr)
+        top_quota, top_usage, below = steps
+        avail = top_quota - top_usage.get(fr, 0)
+        for usage, lq, borrow, stored_in_parent in below:
+            used = usage.get(fr, 0)
             if borrow is not None:
-                stored_in_parent = node.subtree.get(fr, 0) - lq
-                used_in_parent = used - lq if used > lq else 0
-                avail = min(stored_in_parent - used_in_parent + borrow, avail)
-            avail += lq - used if lq > used else 0
+                capped = stored_in_parent - (used - lq if used > lq else 0) + borrow
+                if capped < avail:
+                    avail = capped
+            if lq > used:
+                avail += lq - used
         return avail
 
+    def _steps_for_available(self, fr: FlavorResource) -> tuple[
+            int, dict[FlavorResource, int], tuple[tuple[dict[FlavorResource, int], int, int | None, int], ...]]:
+        """``available``'s walk, root first: the root's subtree quota and usage, then per node
+        below it its usage, private quota, borrowing limit and the quota it stores in its parent."""
+        path = self.path()
+        top = path[-1]
+        below = tuple(
+            (node.usage, node.local.get(fr, 0), node.borrow_limits.get(fr),
+             node.subtree.get(fr, 0) - node.local.get(fr, 0))
+            for node in reversed(path[:-1])
+        )
+        return top.subtree.get(fr, 0), top.usage, below
+
     def potential_available(self, fr: FlavorResource) -> int:
-        """The most this node could ever get with every other node idle."""
-        if self.parent is None:
-            return self.subtree.get(fr, 0)
-        avail = self.local_quota(fr) + self.parent.potential_available(fr)
-        borrow = self.quota(fr).borrowing_limit
-        if borrow is not None:
-            avail = min(self.subtree.get(fr, 0) + borrow, avail)
-        return avail
+        """The most this node could ever get with every other node idle (quotas only: remembered)."""
+        found = self._potential.get(fr)
+        if found is None:
+            if self.parent is None:
+                found = self.subtree.get(fr, 0)
+            else:
+                found = self.local_quota(fr) + self.parent.potential_available(fr)
+                borrow = self.quota(fr).borrowing_limit
+                if borrow is not None:
+                    found = min(self.subtree.get(fr, 0) + borrow, found)
+            self._potential[fr] = found
+        return found
+
+    def _chain_for(self, fr: FlavorResource) -> tuple[tuple[dict[FlavorResource, int], int], ...]:
+        chain = self._chain.get(fr)
+        if chain is None:
+            chain = self._chain[fr] = tuple((node.usage, node.local.get(fr, 0)) for node in self.path())
+        return chain
 
     def add_usage(self, fr: FlavorResource, value: int) -> None:
         """Use ``value`` more here; what the private quota cannot cover is used in the parent too."""
-        node: Node | None = self
-        while node is not None:
-            used = node.usage.get(fr, 0)
-            lq = node.local.get(fr, 0)
+        for usage, lq in self._chain.get(fr) or self._chain_for(fr):
+            used = usage.get(fr, 0)
+            usage[fr] = used + value
             local = lq - used if lq > used else 0
-            node.usage[fr] = used + value
             if value <= local:
                 return
             value -= local
-            node = node.parent
 
     def remove_usage(self, fr: FlavorResource, value: int) -> None:
         """Release ``value``; the part that was held in the parent is released there too."""
-        node: Node | None = self
-        while node is not None:
-            used = node.usage.get(fr, 0)
-            stored_in_parent = used - node.local.get(fr, 0)
-            node.usage[fr] = used - value
+        for usage, lq in self._chain.get(fr) or self._chain_for(fr):
+            used = usage.get(fr, 0)
+            usage[fr] = used - value
+            stored_in_parent = used - lq
             if stored_in_parent <= 0:
                 return
-            value = min(value, stored_in_parent)
-            node = node.parent
+            if stored_in_parent < value:
+                value = stored_in_parent
 
     def borrowing_with(self, fr: FlavorResource, value: int) -> bool:
         """Would using ``value`` more take this node above its (subtree) nominal quota?"""
-        limit = self.quota(fr).nominal if not self.is_cohort else self.subtree.get(fr, 0)
-        return limit < self.usage.get(fr, 0) + value
+        return self.nominal.get(fr, 0) < self.usage.get(fr, 0) + value
 
     def borrowing(self, fr: FlavorResource) -> bool:
         return self.borrowing_with(fr, 0)
 
     def within_nominal(self, frs: frozenset[FlavorResource]) -> bool:
         """Kueue's IsWithinNominalInResources: usage <= SubtreeQuota for each resource."""
-        return all(self.usage.get(fr, 0) <= self.subtree.get(fr, 0) for fr in frs)
+        usage, subtree = self.usage, self.subtree
+        for fr in frs:
+            if usage.get(fr, 0) > subtree.get(fr, 0):
+                return False
+        return True
 
     def ancestors(self) -> tuple[Node, ...]:
         return self.path()[1:]
@@ -163,10 +198,14 @@ def fits_in_quota(node: Node, requests: Mapping[FlavorResource, int]) -> tuple[b
     """Does ``requests`` fit in this node's SubtreeQuota, and what is left for the parent to cover."""
     fits = True
     remaining: dict[FlavorResource, int] = {}
+    usage, subtree, local = node.usage, node.subtree, node.local
     for fr, value in requests.items():
-        if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + value:
+        used = usage.get(fr, 0)
+        if subtree.get(fr, 0) < used + value:
             fits = False
-        remaining[fr] = max(0, value - node.local_available(fr))
+        free = local.get(fr, 0) - used  # local_available, before the clamp at 0
+        rest = value - free if free > 0 else value
+        remaining[fr] = rest if rest > 0 else 0
     return fits, remaining
 
 

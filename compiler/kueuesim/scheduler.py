@@ -25,9 +25,11 @@ one reached a fixed point (a run of cycles that admit, evict and park nothing).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import count
+from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
 from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
@@ -42,7 +44,7 @@ from .preemption import (
     remove,
     simulate_preemption,
 )
-from .queues import PendingQueue, queue_key
+from .queues import PendingQueue, ShapeCache, queue_key
 from .quota import Node, QuotaTree, lender
 
 
@@ -55,36 +57,39 @@ class _Entry:
     result: str = ""
 
 
-@dataclass
-class _Track:
-    """What the simulator remembers about one workload across cycles."""
+_STAMPS = count(1)  # orders the writes of reasons: only which came later matters
 
-    workload: Workload
+
+class _Track:
+    """What the simulator remembers about one workload across cycles. A plain class whose
+    defaults live on the class: one is made per workload, and most never leave them.
+
+    ``reason`` is stamped when written, as a bulk park writes the reason of all the workloads
+    it moves at once elsewhere (``Scheduler.parked_with``): the later of the two is the reason."""
+
     cq: str | None = None
-    reason: str = ""
+    _reason: str = ""
+    reason_stamp: int = 0
     admitted: Admitted | None = None
     admitted_cycle: int | None = None
     borrowing: bool = False
     evicted: bool = False
-    preempted_by: list[str] = field(default_factory=list)
-    preemptions: list[str] = field(default_factory=list)
-    scan: dict[int, int] = field(default_factory=dict)
+    scan: Mapping[int, int] = MappingProxyType({})  # replaced, never changed in place
     preempting: bool = False  # its last nomination issued preemptions
 
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.preempted_by: list[str] = []
+        self.preemptions: list[str] = []
 
-def _set_fingerprint(key: Callable[[str], int], names: Iterable[str]) -> tuple[int, int]:
-    """A set of distinct names as (size, sum of their keys mod 2**128): equal sets give equal
-    fingerprints, and with keys from a 128-bit hash two different sets of the same size
-    collide with probability about 2**-128. Deterministic: the keys do not depend on
-    Python's per-process string hashing, so a run stops where every other run does."""
-    total = count = 0
-    for name in names:
-        total += key(name)
-        count += 1
-    return count, total & _MASK_128
+    @property
+    def reason(self) -> str:
+        return self._reason
 
-
-_MASK_128 = (1 << 128) - 1
+    @reason.setter
+    def reason(self, text: str) -> None:
+        self._reason = text
+        self.reason_stamp = next(_STAMPS)
 
 
 class Scheduler:
@@ -93,10 +98,13 @@ class Scheduler:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.tree = QuotaTree(config)
+        shapes = ShapeCache()
         self.queues: dict[str, PendingQueue] = {
-            name: PendingQueue(name, spec.strategy == "StrictFIFO")
+            name: PendingQueue(name, spec.strategy == "StrictFIFO", shapes)
             for name, spec in sorted(config.cluster_queues.items())
         }
+        self._resolved: dict[tuple[str, str], tuple[str | None, str]] = {}
+        self._selects: dict[tuple[str, str], bool] = {}  # (ClusterQueue, namespace) -> selected
         self.admitted = AdmittedIndex(self.queues)
         self.inactive: dict[str, str] = {}
         for name, spec in sorted(config.cluster_queues.items()):
@@ -106,6 +114,9 @@ class Scheduler:
             elif self.tree.in_cycle(name):
                 self.inactive[name] = "its cohort tree has a cycle"
         self.tracks: dict[str, _Track] = {}
+        # workload -> (stamp, reason) of the last bulk park that moved it: thousands of workloads
+        # of one shape are parked at once, and one dict update records that for all of them
+        self.parked_with: dict[str, tuple[int, str]] = {}
         self.ping_pong = False  # the simulation stopped because a state after evictions came back
         # workload -> its flavor scan's progress, while one is under way (kept for ``signature``)
         self.scanning: dict[str, tuple[tuple[int, int], ...]] = {}
@@ -113,10 +124,16 @@ class Scheduler:
         self.events: list[str] = []
         self._order = 0
         self.last_evicted: list[str] = []
-        self._name_keys: dict[str, int] = {}   # see _name_key
 
     # -- placement helpers -------------------------------------------------
     def _resolve(self, wl: Workload) -> tuple[str | None, str]:
+        """The ClusterQueue of a workload's LocalQueue, or why there is none (worked out once per LocalQueue)."""
+        found = self._resolved.get((wl.namespace, wl.queue_name))
+        if found is None:
+            found = self._resolved[(wl.namespace, wl.queue_name)] = self._resolve_queue(wl)
+        return found
+
+    def _resolve_queue(self, wl: Workload) -> tuple[str | None, str]:
         key = f"{wl.namespace}/{wl.queue_name}"
         cq = self.config.local_queues.get(key)
         if cq is None:
@@ -170,7 +187,7 @@ class Scheduler:
                 wanted = {r: q for r, q in requests.items() if r in group.covered}
                 if not wanted:
                     continue
-                chosen = next(
+                chosen = group.flavors[0] if len(group.flavors) == 1 else next(  # one flavor: no choice
                     (f for f in group.flavors if all(q <= node.available((f, r)) for r, q in wanted.items())),
                     group.flavors[0],
                 )
@@ -185,24 +202,34 @@ class Scheduler:
             track.reason = "already admitted before the simulation started"
             self.events.append(f"cycle 0: running {wl.name} in {cq} ({self._flavor_text(flavors)})")
 
-    def enqueue(self, wl: Workload) -> None:
-        track = self.tracks[wl.name]
-        cq, why = self._resolve(wl)
-        track.cq = cq
-        if cq is None:
-            track.reason = why
-            return
-        if cq in self.inactive:
-            track.reason = f"ClusterQueue '{cq}' is inactive: {self.inactive[cq]}"
-            return
-        if not self.queues[cq].add(wl):
-            track.reason = "parked on arrival: a queued workload of the same shape could not be admitted"
+    def enqueue(self, workloads: Iterable[Workload]) -> None:
+        """New workloads arrive, each in its LocalQueue's ClusterQueue. Arrivals do not affect
+        each other (a queue's order is its keys'), so each queue takes its arrivals at once."""
+        arrivals: dict[str, list[Workload]] = {}
+        for wl in workloads:
+            track = self.tracks[wl.name]
+            cq, why = self._resolve(wl)
+            track.cq = cq
+            if cq is None:
+                track.reason = why
+            elif cq in self.inactive:
+                track.reason = f"ClusterQueue '{cq}' is inactive: {self.inactive[cq]}"
+            else:
+                arrivals.setdefault(cq, []).append(wl)
+        for cq, found in arrivals.items():
+            for wl in self.queues[cq].add_all(found):
+                self.tracks[wl.name].reason = (
+                    "parked on arrival: a queued workload of the same shape could not be admitted"
+                )
 
     # -- one cycle ---------------------------------------------------------
     def _nominate(self, cq: str, wl: Workload) -> _Entry | None:
         spec = self.config.cluster_queues[cq]
         track = self.tracks[wl.name]
-        if not spec.selects(wl.namespace):
+        selected = self._selects.get((cq, wl.namespace))
+        if selected is None:
+            selected = self._selects[(cq, wl.namespace)] = spec.selects(wl.namespace)
+        if not selected:
             track.cq = None
             track.reason = f"namespace '{wl.namespace}' is not selected by ClusterQueue '{cq}'"
             self.queues[cq].park(wl)
@@ -223,13 +250,18 @@ class Scheduler:
         return _Entry(cq, wl, assignment, targets)
 
     def _fits(self, entry: _Entry, victims: Iterable[Admitted]) -> bool:
-        gone = list(victims)
-        for adm in gone:
-            remove(self.tree, adm)
+        """Does the entry fit with ``victims`` gone? Each flavor-resource is accounted on its own in
+        the tree, so only the victims' usage of the entry's flavor-resources is taken out (and put
+        back: taking out and adding back is exact)."""
+        wanted = entry.assignment.usage
+        gone = [(self.tree.cqs[adm.cq], fr, value) for adm in victims for fr, value in adm.usage.items()
+                if fr in wanted]
+        for node, fr, value in gone:
+            node.remove_usage(fr, value)
         node = self.tree.cqs[entry.cq]
-        ok = all(q <= max(0, node.available(fr)) for fr, q in entry.assignment.usage.items())
-        for adm in reversed(gone):
-            add(self.tree, adm)
+        ok = all(q <= max(0, node.available(fr)) for fr, q in wanted.items())
+        for node, fr, value in reversed(gone):
+            node.add_usage(fr, value)
         return ok
 
     def _reserve(self, entry: _Entry) -> dict[FlavorResource, int]:
@@ -247,12 +279,12 @@ class Scheduler:
 
     def run_cycle(self) -> bool | None:
         """One scheduling cycle; None if no ClusterQueue had a head, else whether anything changed."""
-        heads = [(name, q.pop()) for name, q in self.queues.items() if name not in self.inactive and len(q)]
+        heads = [(name, q.pop()) for name, q in self.queues.items() if name not in self.inactive and q.has_queued()]
         popped = [(cq, wl) for cq, wl in heads if wl is not None]
         if not popped:
             return None
         self.cycle += 1
-        parked_before = sum(len(q.inadmissible) for q in self.queues.values())
+        parked_before = sum(q.parked_count for q in self.queues.values())
         entries = [e for e in (self._nominate(cq, wl) for cq, wl in popped) if e is not None]
         entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.workload.created, e.workload.name))
         victims: dict[str, tuple[Admitted, Target, str]] = {}
@@ -267,7 +299,7 @@ class Scheduler:
             self._requeue(entry)
         self.last_evicted = sorted(victims)
         changed |= self._evict(victims)
-        parked_after = sum(len(q.inadmissible) for q in self.queues.values())
+        parked_after = sum(q.parked_count for q in self.queues.values())
         return changed or parked_after > parked_before
 
     def _process(
@@ -311,7 +343,8 @@ class Scheduler:
             )
             return False
         usage = dict(entry.assignment.usage)
-        lenders = self._lenders(entry.cq, usage) if mode == FIT else ""
+        # the lenders are named only when a plain fit borrows; read them before the usage is added
+        lenders = self._lenders(entry.cq, usage) if mode == FIT and entry.assignment.borrowing > 0 else ""
         for fr, qty in usage.items():
             node.add_usage(fr, qty)
         if mode == PREEMPT_MODE:
@@ -356,7 +389,7 @@ class Scheduler:
             return f"flavor {names[0]}"
         return "flavors " + ", ".join(f"{r}={flavors[r]}" for r in sorted(flavors))
 
-    def _set_scan(self, track: _Track, scan: dict[int, int]) -> None:
+    def _set_scan(self, track: _Track, scan: Mapping[int, int]) -> None:
         track.scan = scan
         if scan:
             self.scanning[track.workload.name] = tuple(sorted(scan.items()))
@@ -378,11 +411,11 @@ class Scheduler:
             queue.requeue(entry.workload, immediate=True)
         else:
             self._set_scan(track, dict(entry.assignment.tried))
-            for other in queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True):
-                self.tracks[other.name].reason = (
-                    f"parked with {entry.workload.name}, a workload of the same shape that could not be admitted: "
-                    f"{track.reason}"
-                )
+            moved = queue.requeue(entry.workload, entry.assignment.pending_flavors(), bulk=True)
+            if moved:
+                note = (next(_STAMPS), f"parked with {entry.workload.name}, a workload of the same shape that "
+                                       f"could not be admitted: {track.reason}")
+                self.parked_with.update(dict.fromkeys(moved, note))
 
 
     def _evict(self, victims: Mapping[str, tuple[Admitted, Target, str]]) -> bool:
@@ -415,36 +448,28 @@ class Scheduler:
 
         Within a batch every workload that is not admitted waits in its own queue, active or parked,
         so the admitted set, the parked sets and the active counts pin the queues down; the counts
-        also tell batches apart. The name sets are fingerprinted (`_set_fingerprint`), not kept: one
-        signature is stored per cycle that evicts, and with the sets themselves 237 of them held
-        about 440 MB at 50,000 workloads."""
-        key = self._name_key
-        admitted = _set_fingerprint(key, (name for names in self.admitted.by_cq.values() for name in names))
-        queues = tuple((name, len(q), _set_fingerprint(key, q.inadmissible), q.sticky)
-                       for name, q in self.queues.items())
-        scans = tuple(sorted(self.scanning.items()))
-        return (admitted, queues, scans)
-
-    def _name_key(self, name: str) -> int:
-        """A workload name's 128-bit key (`_set_fingerprint`), made once per name."""
-        found = self._name_keys.get(name)
-        if found is None:
-            found = self._name_keys[name] = int.from_bytes(
-                hashlib.blake2b(name.encode(), digest_size=16).digest(), "big")
-        return found
+        also tell batches apart. Per ClusterQueue, in their fixed order (a workload's ClusterQueue
+        never changes): its admitted names, active count, parked set and sticky head, each part
+        remembered until it changes, as this runs after every cycle that evicts."""
+        admitted = self.admitted
+        queues = tuple([(admitted.names(name), q.state(), q.sticky) for name, q in self.queues.items()])
+        return (queues, frozenset(self.scanning.items()))
 
     # -- results -----------------------------------------------------------
     def outcomes(self) -> dict[str, Outcome]:
         out: dict[str, Outcome] = {}
-        for name in sorted(self.tracks):
-            track = self.tracks[name]
+        tracks, notes = self.tracks, self.parked_with
+        for name in sorted(tracks):
+            track = tracks[name]
+            note = notes.get(name)  # the last reason written: its own, or its last bulk park's if later
+            reason = note[1] if note is not None and note[0] > track.reason_stamp else track._reason
             if track.admitted is not None:
                 out[name] = Outcome(
                     name, "admitted", track.admitted.cq, dict(sorted(track.admitted.flavors.items())),
-                    tuple(track.preempted_by), track.reason, track.borrowing,
+                    tuple(track.preempted_by), reason, track.borrowing,
                 )
                 continue
-            reason = track.reason or self._untried_reason(track)
+            reason = reason or self._untried_reason(track)
             if track.preempting and self.ping_pong:
                 reason += ("; they are admitted again ahead of it in the next cycle (Kueue takes the workloads "
                            "that borrow less first), so it preempts them again, over and over, and never runs")
@@ -486,7 +511,7 @@ def simulate(
     """Run Kueue's admission loop over ``workloads`` against the Kueue ``objects`` until it settles."""
     config = parse_objects(objects)
     sched = Scheduler(config)
-    items = sorted(workloads, key=lambda w: w.name)
+    items = sorted(workloads, key=attrgetter("name"))
     seen: set[str] = set()
     for wl in items:
         if wl.name in seen:
@@ -504,8 +529,7 @@ def simulate(
     for batch in sorted(batches):
         if stopped:
             break
-        for wl in sorted(batches[batch], key=lambda w: (w.created, w.name)):
-            sched.enqueue(wl)
+        sched.enqueue(sorted(batches[batch], key=attrgetter("created", "name")))
         idle = 0
         last_busy = sched.cycle
         while True:

@@ -81,7 +81,10 @@ def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: 
                               priority=values.get(alloc.priority_class or "", 0),
                               requests=holds_requests(alloc.holds), created=-1_000_000 + alloc.start_rank,
                               admitted_at=alloc.start_rank))
-    for request_id, job in sorted(jobs.items(), key=lambda item: (arrival[item[0]], item[0])):
+    order = sorted(jobs)
+    order.sort(key=arrival.__getitem__)  # stable: by arrival, then id (no key tuple per Job)
+    for request_id in order:
+        job = jobs[request_id]
         labels = job["metadata"].get("labels", {})
         if QUEUE_LABEL not in labels:
             continue  # unmanaged: Kueue does not hold it back
