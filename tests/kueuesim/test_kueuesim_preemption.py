@@ -284,4 +284,3 @@ def test_eviction_ping_pong_is_detected_and_reported() -> None:
     )
     assert sim.cycles == 7
     assert sim.outcomes["z"].preempted_by == ("x",)
-
