@@ -267,20 +267,30 @@ def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypat
         assert_same_tiers(p, seed, checked=sol, other=solve(p))
 
 
-def test_a_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-rank tier is solved with pool preference folded in for at most
-    FOLD_QUICK deterministic seconds, then alone (hinted with what the fold found)
-    and the preference tier after it; with no time for the fold at all, every
-    tier still gets the value of the folded solve and of the brute force."""
+    FOLD_QUICK deterministic seconds without presolve, then once more with it; with
+    no time for the first attempt at all, every tier still gets the value of the
+    quick folded solve and of the brute force, and the retry is what solved it."""
     from compiler.planner import optimal
 
     folded = [solve(random_crowded_problem(seed)) for seed in range(30)]
     monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
+    retried = 0
+    real = optimal._second_try
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal retried
+        retried += kwargs["kind"] == "rank" and kwargs["presolve"]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimal, "_second_try", counted)
     for seed, sol in enumerate(folded):
         p = random_crowded_problem(seed)
         assert_same_tiers(p, seed, checked=solve(p), other=sol)
     for seed in range(60):
         check_against_bruteforce(random_contention_problem(seed))
+    assert retried >= 30
 
 
 def count_folds(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
@@ -438,6 +448,35 @@ def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytes
         except AssertionError as exc:
             raise AssertionError(f"seed {seed}: {exc}") from exc
     assert rows > 0
+
+
+def test_dropped_dominance_rows_take_their_literals_definitions_with_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once FIFO is fixed the request dominance rows are cleared, and so are the rows
+    defining their literals ("n >= 1", "t >= k + 1"): those only slowed the start-rank
+    tier's relaxation. With the rows in from the first tier, every tier still gets
+    the plain model's value and the plan keeps every hard rule, and after the solve
+    no cleared row is left with a term or an enforcement literal."""
+    from compiler.planner import optimal
+
+    plain = [solve(random_crowded_problem(seed)) for seed in range(30)]
+    monkeypatch.setattr(optimal, "REQUEST_DOMINANCE", "all")
+    cleared = 0
+    real = optimal._solve_part
+
+    def inspected(b, *args):  # type: ignore[no-untyped-def]
+        nonlocal cleared
+        out = real(b, *args)
+        for row in b.cut_rows + b.link_rows:
+            ct = b.model.proto.constraints[row]
+            assert not ct.has_linear() and len(ct.enforcement_literal) == 0
+        cleared += len(b.link_rows)
+        return out
+
+    monkeypatch.setattr(optimal, "_solve_part", inspected)
+    for seed, sol in enumerate(plain):
+        p = random_crowded_problem(seed)
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+    assert cleared > 0
 
 
 def test_independent_parts_match_bruteforce() -> None:

@@ -83,7 +83,7 @@ from .decompose import pool_groups
 
 RANDOM_SEED = 1                      # CP-SAT's own default, pinned
 FIFO_QUICK = 1.0     # deterministic s for the FIFO tier without presolve before it is retried with it
-FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is solved on its own
+FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it is retried with presolve
 FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
 FOLD_COUNTS = True   # solve each "preempted at v" tier with the next "admitted at p" folded in (`_fold_count`)
 COUNT_FOLD_QUICK = 0.1   # deterministic s for such a folded pair before its tiers are solved apart
@@ -225,6 +225,7 @@ class _Built:
     used: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)    # (class, policy) -> n >= 1
     atleast: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)  # (class, k) -> t >= k + 1
     cut_rows: list[int] = field(default_factory=list)                         # request dominance rows
+    link_rows: list[int] = field(default_factory=list)                        # their literals' definitions
 
 
 def _prefix(weights: list[int]) -> list[int]:
@@ -406,6 +407,7 @@ def _request_dominance(b: _Built) -> None:
     def used(ci: int, pi: int) -> cp_model.IntVar:
         if (ci, pi) not in b.used:
             u = model.new_bool_var(f"used_{ci}_{pi}")
+            b.link_rows += [len(model.proto.constraints), len(model.proto.constraints) + 1]
             model.add(b.n[ci, pi] >= 1).only_enforce_if(u)
             model.add(b.n[ci, pi] == 0).only_enforce_if(~u)
             b.used[ci, pi] = u
@@ -415,6 +417,7 @@ def _request_dominance(b: _Built) -> None:
     def atleast(ci: int, k: int) -> cp_model.IntVar:
         if (ci, k) not in b.atleast:
             a = model.new_bool_var(f"atleast_{ci}_{k}")
+            b.link_rows += [len(model.proto.constraints), len(model.proto.constraints) + 1]
             model.add(total(ci) >= k + 1).only_enforce_if(a)
             model.add(total(ci) <= k).only_enforce_if(~a)
             b.atleast[ci, k] = a
@@ -783,17 +786,23 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                     _hint(b, assignment)
                     solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True,
                                                     kind=kind)
+            elif weight and i > b.count_tiers and status != cp_model.OPTIMAL and left > solver.deterministic_time:
+                # the start-rank fold is not proven quickly: once more with presolve, for
+                # the rest of the share (same hint, as for FIFO). Unproven, its weighted
+                # bound still bounds this tier and the next tier is solved on its own.
+                solver, status, _ = _second_try(model, budget, left - solver.deterministic_time, solver,
+                                                status, presolve=True, kind=kind)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
-                # the fold is not proven quickly: the tier alone, in the same model (a
-                # count tier's looser restricted copy: exact for it too), hinted with what
-                # the fold found; the next tier is then solved on its own
+                # a count fold not proven quickly: the tier alone, in the same model (the
+                # looser restricted copy: exact for it too), hinted with what the fold
+                # found; the next tier is then solved on its own
                 if status == cp_model.FEASIBLE:
                     assignment = _answer(b, solver)
                 model.clear_objective()
                 (model.maximize if tier.maximize else model.minimize)(expr)
                 _hint(b, assignment, model)
                 solver, status, replaced = _second_try(model, budget, left - solver.deterministic_time, solver,
-                                                       status, presolve=i <= b.count_tiers, kind=kind)
+                                                       status, presolve=True, kind=kind)
                 if replaced:
                     weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -812,8 +821,9 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
         if tier.terms:
             b.model.add(expr >= value if tier.maximize else expr <= value)
         if DROP_CUTS and i == b.count_tiers + 1:
-            for row in b.cut_rows:
+            for row in b.cut_rows + b.link_rows:                # the rows, and what defines their literals
                 b.model.proto.constraints[row].clear_linear()   # an empty constraint: always true
+                b.model.proto.constraints[row].enforcement_literal.clear()
         if progress:
             progress(f"{label}tier {i}/{len(b.tiers)} {tier.name}: {value}"
                      + ("" if bounds[-1] == value else f" (bound {bound})")
