@@ -786,25 +786,26 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                     _hint(b, assignment)
                     solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True,
                                                     kind=kind)
-            elif weight and i > b.count_tiers and status != cp_model.OPTIMAL and left > solver.deterministic_time:
-                # the start-rank fold is not proven quickly: once more with presolve, for
-                # the rest of the share (same hint, as for FIFO). Unproven, its weighted
-                # bound still bounds this tier and the next tier is solved on its own.
-                solver, status, _ = _second_try(model, budget, left - solver.deterministic_time, solver,
-                                                status, presolve=True, kind=kind)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
-                # a count fold not proven quickly: the tier alone, in the same model (the
-                # looser restricted copy: exact for it too), hinted with what the fold
-                # found; the next tier is then solved on its own
-                if status == cp_model.FEASIBLE:
-                    assignment = _answer(b, solver)
-                model.clear_objective()
-                (model.maximize if tier.maximize else model.minimize)(expr)
-                _hint(b, assignment, model)
-                solver, status, replaced = _second_try(model, budget, left - solver.deterministic_time, solver,
-                                                       status, presolve=True, kind=kind)
-                if replaced:
-                    weight = 0
+                room = left - solver.deterministic_time
+                if i > b.count_tiers:
+                    # the start-rank fold: once more with presolve, for the rest of the
+                    # share (same hint, as for FIFO). Unproven, its weighted bound still
+                    # bounds this tier and the next tier is solved on its own.
+                    solver, status, _ = _second_try(model, budget, room, solver, status, presolve=True, kind=kind)
+                else:
+                    # a count fold: the tier alone, in the same model (the looser
+                    # restricted copy: exact for it too), hinted with what the fold
+                    # found; the next tier is then solved on its own
+                    if status == cp_model.FEASIBLE:
+                        assignment = _answer(b, solver)
+                    model.clear_objective()
+                    (model.maximize if tier.maximize else model.minimize)(expr)
+                    _hint(b, assignment, model)
+                    solver, status, replaced = _second_try(model, budget, room, solver, status, presolve=True,
+                                                           kind=kind)
+                    if replaced:
+                        weight = 0
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _answer(b, solver)
                 vals = _decisions(b, _lookup(assignment))
