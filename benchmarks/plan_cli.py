@@ -100,9 +100,9 @@ def dump():
     with open(os.environ["POOLC_BENCH_STAGES"], "w") as out:
         json.dump({"wall": stages, "cpu": cpu, "peak_mb": peak}, out)
 atexit.register(dump)
-from compiler.cli import main
+from compiler.cli import run   # the installed `poolc` entry point
 sys.argv = ["poolc", *sys.argv[1:]]
-main()
+run()
 """
 STAGES = ("import", "load", "schema", "checks", "problem", "solve", "assemble", "digest", "state", "runtime",
           "changes", "json")

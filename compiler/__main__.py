@@ -1,6 +1,6 @@
 """`python -m compiler ...` runs the `poolc` command line."""
 
-from compiler.cli import main
+from compiler.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -7,6 +7,7 @@ one line on stderr and exit 3.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import sys
@@ -528,5 +529,37 @@ def _decided(plan: Any) -> str:
     return "\n".join(lines)
 
 
+def run() -> None:
+    """The installed ``poolc`` command: ``main``, then out without Python's teardown.
+
+    Tearing down the interpreter (freeing every object, then the modules of click,
+    pydantic, ruamel.yaml and OR-Tools) costs about 0.1 CPU s after any command,
+    a tenth of a pre-commit run and 5% of a 1,000-request plan, for nothing: the
+    process ends anyway. Output is flushed and the atexit handlers run first, as a
+    normal exit would; a stdout that cannot be flushed (a closed pipe) takes the
+    normal exit, which reports it."""
+    try:
+        main()
+        code: str | int | None = EXIT_OK
+    except SystemExit as stop:   # click's standalone mode always ends this way
+        code = stop.code
+    if code is None:
+        code = EXIT_OK
+    if not isinstance(code, int):
+        sys.exit(code)           # a message instead of a number: Python prints it
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(code)
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

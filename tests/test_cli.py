@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler import __version__
 from compiler.schema import ANY_FILE, KIND_FILES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -396,6 +397,32 @@ def test_severities_are_coloured_only_on_a_terminal():
     coloured = _coloured(line)
     assert "\x1b[" in coloured and coloured.count("\x1b[1m") == 1   # the diagnostic line only, not the source
     assert "\x1b[" not in poolc("validate", CONTEXT, MIXED).stdout      # a pipe is no terminal
+
+
+def _installed(*args: str, before: str = "") -> subprocess.CompletedProcess:
+    """The installed `poolc` entry point (`run`), with ``before`` run first."""
+    return subprocess.run([sys.executable, "-c", f"{before}from compiler.cli import run; run()", *args],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize(("path", "code"), [(CLEAN, 0), (ERRORS, 1)])
+def test_the_installed_command_skips_the_teardown_but_not_the_exit_handlers(path, code):
+    # `run` leaves with os._exit once main is done: the exit code, everything
+    # printed and the atexit handlers (coverage, the benchmarks' own timers) must survive it
+    out = _installed("validate", "--format", "json", CONTEXT, path,
+                     before="import atexit; atexit.register(lambda: print('handler ran')); ")
+    assert out.returncode == code
+    report, _, last = out.stdout.rpartition("}")
+    assert last.strip() == "handler ran"
+    assert len(json.loads(report + "}")["diagnostics"]) == (0 if code == 0 else 3)
+    assert "documents in" in out.stderr
+
+
+def test_the_installed_command_keeps_click_usage_errors_and_version():
+    assert _installed("--version").stdout.strip() == "poolc, version " + __version__
+    bad = _installed("validate", "--format", "yaml", CLEAN)
+    assert bad.returncode == 2 and "Invalid value for '--format'" in bad.stderr
 
 
 def test_a_run_collects_garbage_less_often():
