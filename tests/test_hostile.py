@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -314,9 +315,12 @@ def test_reading_the_state_is_linear():
         for count in (1000, 8000):
             path = os.path.join(scratch, f"{count}.json")
             Path(path).write_text(state_read.state_text(count), encoding="utf-8")
-            started = time.perf_counter()
-            assert len(read_state(path).allocations) == count
-            times[count] = time.perf_counter() - started
+            best = math.inf
+            for _ in range(3):    # the best of three: a busy machine only ever adds time
+                started = time.perf_counter()
+                assert len(read_state(path).allocations) == count
+                best = min(best, time.perf_counter() - started)
+            times[count] = best
     assert times[8000] < 8 * times[1000] * 2.5, times      # quadratic would be 64x
 
 

@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -250,24 +249,27 @@ def test_stale_lock_is_taken_over(tmp_path):
     assert not os.path.exists(path + ".lock")
 
 
-def _apply_once(path: str, start, results) -> None:
+def _apply_once(path: str, start, results, release) -> None:
     start.wait()
     try:
         with state_lock(path):
-            time.sleep(1.0)
-        results.put("ok")
+            results.put("ok")
+            release.wait(60)     # held until every other worker has tried
     except StateLockError:
         results.put("locked")
 
 
 def test_concurrent_applies_exactly_one_holds_the_lock(tmp_path):
+    # the holder keeps the lock until the main process has heard from every
+    # other worker, so a worker the machine starts late still finds it taken
     path = str(tmp_path / "poolc.state.json")
     context = multiprocessing.get_context("spawn")
-    start, results = context.Barrier(4), context.Queue()
-    workers = [context.Process(target=_apply_once, args=(path, start, results)) for _ in range(4)]
+    start, results, release = context.Barrier(4), context.Queue(), context.Event()
+    workers = [context.Process(target=_apply_once, args=(path, start, results, release)) for _ in range(4)]
     for worker in workers:
         worker.start()
     outcomes = sorted(results.get(timeout=60) for _ in workers)
+    release.set()
     for worker in workers:
         worker.join(30)
     assert outcomes == ["locked", "locked", "locked", "ok"]
