@@ -159,6 +159,10 @@ else:
             return self._response
 
         @property
+        def objective_value(self) -> float:
+            return float(self._response.objective_value)
+
+        @property
         def best_objective_bound(self) -> float:
             return float(self._response.best_objective_bound)
 

@@ -768,6 +768,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
             quick = (FIFO_QUICK if fifo else math.inf if not weight
                      else COUNT_FOLD_QUICK if i <= b.count_tiers else FOLD_QUICK)
             spent0 = budget.spent
+            best_bound: float | None = None     # the tightest bound of several attempts
             kind = _kind(b, i)
             solver = _solver(min(left, quick), presolve=i <= b.count_tiers, kind=kind)
             status = solver.solve(model)
@@ -778,21 +779,26 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 # proven, with the request dominance rows for the rest of the share
                 used = solver.deterministic_time
                 plain = left - used if REQUEST_DOMINANCE != "retry" else min(left - used, FIFO_PLAIN)
-                solver, status, _ = _second_try(model, budget, plain, solver, status, presolve=True, kind=kind)
+                attempts = _Attempts(tier.maximize)
+                attempts.add(solver, status)
+                attempts.add(*_solve_again(model, budget, plain, presolve=True, kind=kind))
                 used = budget.spent - spent0
-                if REQUEST_DOMINANCE == "retry" and status != cp_model.OPTIMAL and left > used:
+                if REQUEST_DOMINANCE == "retry" and not attempts.proven and left > used:
                     _request_dominance(b)
                     _derive(b, assignment)
                     _hint(b, assignment)
-                    solver, status, _ = _second_try(model, budget, left - used, solver, status, presolve=True,
-                                                    kind=kind)
+                    attempts.add(*_solve_again(model, budget, left - used, presolve=True, kind=kind))
+                solver, status, best_bound = attempts.best(solver)
             elif weight and status != cp_model.OPTIMAL and left > solver.deterministic_time:
                 room = left - solver.deterministic_time
                 if i > b.count_tiers:
                     # the start-rank fold: once more with presolve, for the rest of the
                     # share (same hint, as for FIFO). Unproven, its weighted bound still
                     # bounds this tier and the next tier is solved on its own.
-                    solver, status, _ = _second_try(model, budget, room, solver, status, presolve=True, kind=kind)
+                    attempts = _Attempts(tier.maximize)
+                    attempts.add(solver, status)
+                    attempts.add(*_solve_again(model, budget, room, presolve=True, kind=kind))
+                    solver, status, best_bound = attempts.best(solver)
                 else:
                     # a count fold: the tier alone, in the same model (the looser
                     # restricted copy: exact for it too), hinted with what the fold
@@ -809,7 +815,7 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 assignment = _answer(b, solver)
                 vals = _decisions(b, _lookup(assignment))
-                found = round(solver.best_objective_bound)      # integral: integer objective
+                found = round(solver.best_objective_bound if best_bound is None else best_bound)   # integer objective
                 if weight:       # the folded part lies in [0, weight): see `_folded`
                     found = found // weight
                     if status == cp_model.OPTIMAL:
@@ -841,15 +847,61 @@ def _kind(b: _Built, i: int) -> str:
     return ("fifo", "rank", "preference")[min(i - b.count_tiers - 1, 2)]
 
 
+def _solve_again(model: cp_model.CpModel, budget: _Budget, room: float, *,
+                 presolve: bool, kind: str) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
+    """One more attempt at the same objective within ``room`` deterministic seconds."""
+    again = _solver(room, presolve=presolve, kind=kind)
+    status = again.solve(model)
+    budget.spent += again.deterministic_time
+    return again, status
+
+
+@dataclass
+class _Attempts:
+    """Several attempts at one objective (a first solve and its retries): the best
+    answer any of them found and the tightest bound any of them proved.
+
+    Each attempt's model keeps some optimum of the tier (a retry only adds
+    presolve or the request dominance rows), so every bound holds for all of
+    them and every answer found is a plan of the tier. A first attempt may prove
+    the optimal value and a retry find it (1,000 requests, seed 9: the FIFO
+    optimum 300,064 was the first attempt's bound and the presolve retry's
+    answer, whose own bound was 311,726): together they prove it, and the rows
+    attempt after them is not needed."""
+
+    maximize: bool
+    solver: cp_model.CpSolver | None = None
+    value: int | None = None
+    bound: int | None = None
+
+    def add(self, solver: cp_model.CpSolver, status: cp_model.CpSolverStatus) -> None:
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return
+        value, bound = round(solver.objective_value), round(solver.best_objective_bound)
+        if self.value is None or (value >= self.value if self.maximize else value <= self.value):
+            self.solver, self.value = solver, value      # a later attempt wins a tie, as before
+        if self.bound is None or (bound < self.bound if self.maximize else bound > self.bound):
+            self.bound = bound
+
+    @property
+    def proven(self) -> bool:
+        return self.value is not None and self.value == self.bound
+
+    def best(self, last: cp_model.CpSolver) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, float | None]:
+        """(the solver holding the best answer, its status as a whole, the tightest
+        bound); ``last`` and UNKNOWN when no attempt found anything."""
+        if self.solver is None:
+            return last, cp_model.UNKNOWN, None
+        return self.solver, cp_model.OPTIMAL if self.proven else cp_model.FEASIBLE, self.bound
+
+
 def _second_try(model: cp_model.CpModel, budget: _Budget, room: float, first: cp_model.CpSolver,
                 status: cp_model.CpSolverStatus, *,
                 presolve: bool, kind: str) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
     """Solve ``model`` again within ``room`` deterministic seconds;
     (solver, status, whether this attempt's answer replaced the first one's). The
     second answer is kept unless it found nothing where the first found something."""
-    again = _solver(room, presolve=presolve, kind=kind)
-    found = again.solve(model)
-    budget.spent += again.deterministic_time
+    again, found = _solve_again(model, budget, room, presolve=presolve, kind=kind)
     if found != cp_model.UNKNOWN or status == cp_model.UNKNOWN:
         return again, found, True
     return first, status, False
