@@ -394,6 +394,34 @@ def test_a_count_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypat
         assert_same_tiers(p, seed, checked=solve(p), other=sol)
 
 
+def test_budget_left_reopens_the_tiers_not_proven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no share at all for any tier (nothing is solved on the way), what is
+    left of the budget goes to the first tier not proven, again and again
+    (optimal._reopen): every tier still gets the value of the plain solve and of
+    the brute force, proven, and the plan keeps every hard rule."""
+    from compiler.planner import optimal
+
+    plain = [solve(random_crowded_problem(seed)) for seed in range(20)]
+    monkeypatch.setattr(optimal._Budget, "share", lambda self: 0.0)
+    reopened = 0
+    real = optimal._reopen
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal reopened
+        reopened += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimal, "_reopen", counted)
+    for seed, sol in enumerate(plain):
+        p = random_crowded_problem(seed)
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+    for seed in range(40):
+        check_against_bruteforce(random_contention_problem(seed))
+    assert reopened >= 20
+    monkeypatch.setattr(optimal, "REOPEN", False)
+    assert solve(random_crowded_problem(0)).status == "FEASIBLE"
+
+
 FIRST, SECOND = [(0, 1), (1, 2)], [(1, 1), (2, 3)]      # (variable, coefficient) of two tiers on x0, x1, x2
 
 

@@ -87,6 +87,8 @@ FOLD_QUICK = 1.0     # deterministic s for the folded start-rank tier before it 
 FIFO_PLAIN = 2.0     # deterministic s for the FIFO retry with presolve before the dominance rows are added
 FOLD_COUNTS = True   # solve each "preempted at v" tier with the next "admitted at p" folded in (`_fold_count`)
 COUNT_FOLD_QUICK = 0.1   # deterministic s for such a folded pair before its tiers are solved apart
+REOPEN = True        # budget left after the last tier goes to the first tier not proven (`_reopen`)
+REOPEN_MIN = 0.5     # deterministic s: less than this for a reopened tier, and it is not tried
 # When the request dominance rows (_request_dominance) are in the model: "retry" (only
 # for a FIFO tier not proven in FIFO_QUICK + FIFO_PLAIN), "all" (from the first tier:
 # the tests' check that they remove no optimum) or None (never: benchmarks' baseline).
@@ -639,8 +641,8 @@ def _decisions(b: _Built, value: Callable[[cp_model.IntVar], int]) -> _Values:
                    t={ci: sum(n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)})
 
 
-def _restricted(b: _Built, floor: float, vfloor: float,
-                assignment: dict[int, int]) -> tuple[cp_model.CpModel, dict[int, int]]:
+def _restricted(b: _Built, floor: float, vfloor: float, assignment: dict[int, int],
+                base: cp_model.CpModel | None = None) -> tuple[cp_model.CpModel, dict[int, int]]:
     """The tier's model with admissions through policies of priority below ``floor``
     limited to the in-share set, every victim of priority below ``vfloor``
     preempted, and the hint moved there.
@@ -650,8 +652,9 @@ def _restricted(b: _Built, floor: float, vfloor: float,
     room (every rule is monotone in both), so some optimum of this tier is in the
     restricted model. The plain model is kept for the tiers that count them. A
     lower ``floor`` or ``vfloor`` than the tier's own restricts less and stays
-    exact (a folded pair of tiers is solved on the looser copy of the two)."""
-    model = b.model.clone()
+    exact (a folded pair of tiers is solved on the looser copy of the two).
+    ``base`` (default: the part's model) is the model copied."""
+    model = (b.model if base is None else base).clone()
     hint = dict(assignment)
     for gi, var in b.v.items():
         if b.victims[gi].policy.priority < vfloor:
@@ -704,7 +707,8 @@ class _Budget:
 
     def share(self) -> float:
         """A fair share of what is left: a hard tier cannot starve the ones after
-        it, and time an easy tier does not use passes on."""
+        it, and time an easy tier does not use passes on (what is left after the
+        last tier goes to `_reopen`)."""
         return (self.total - self.spent) / max(1, self.tiers_left)
 
 
@@ -730,21 +734,37 @@ class _PartResult:
     vals: _Values
     values: list[int]
     bounds: list[int]
+    label: str = ""
+    assignment: dict[int, int] = field(default_factory=dict)   # every variable, as `vals`
+    solved_with: set[int] = field(default_factory=set)         # tiers proven inside the tier before
+    rows: dict[int, int] = field(default_factory=dict)         # tier -> the row fixing its value
+    set_up: set[int] = field(default_factory=set)              # tiers whose setup has run
+    spent: dict[int, float] = field(default_factory=dict)      # tier -> deterministic s its solves took
 
 
 def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: str) -> _PartResult:
     """The tiers of one part in order, each fixed at its value before the next."""
     assignment = {var.index: 0 for var in b.all_vars}    # admit nothing, preempt nothing: feasible
-    vals = _decisions(b, _lookup(assignment))
-    bounds: list[int] = []
-    solved_with: set[int] = set()                 # tiers proven optimal inside the tier before
+    st = _PartResult(_decisions(b, _lookup(assignment)), [], [], label, assignment)
+    _solve_tiers(b, budget, progress, st, 1)
+    return st
+
+
+def _solve_tiers(b: _Built, budget: _Budget, progress: Progress | None, st: _PartResult, start: int) -> None:
+    """Tiers ``start``.. of one part in order, each fixed at its value before the next;
+    ``st`` holds the tiers before ``start`` (values, bounds, rows) and the answer so far."""
+    assignment, vals, bounds, solved_with, label = st.assignment, st.vals, st.bounds, st.solved_with, st.label
     for i, tier in enumerate(b.tiers, 1):
-        if tier.setup is not None:
+        if i < start:
+            continue
+        if tier.setup is not None and i not in st.set_up:
+            st.set_up.add(i)
             tier.setup()
             known = assignment
             assignment = _exact_assignment(b, _lookup(known, 0))
         expr = _linear(tier.terms)
         bound = tier.trivial_bound
+        st.spent[i] = -budget.spent
         left = budget.share()
         if tier.active:
             budget.tiers_left -= 1
@@ -823,21 +843,101 @@ def _solve_part(b: _Built, budget: _Budget, progress: Progress | None, label: st
                 bound = (min if tier.maximize else max)(bound, found)
             elif status != cp_model.UNKNOWN:
                 raise RuntimeError(f"CP-SAT returned {solver.status_name(status)} on tier '{tier.name}'")
+        st.spent[i] += budget.spent
         value = tier.value(vals)
         bounds.append(bound if tier.terms else value)
         if tier.terms:
+            st.rows[i] = len(b.model.proto.constraints)
             b.model.add(expr >= value if tier.maximize else expr <= value)
         if DROP_CUTS and i == b.count_tiers + 1:
             for row in b.cut_rows + b.link_rows:                # the rows, and what defines their literals
-                b.model.proto.constraints[row].clear_linear()   # an empty constraint: always true
-                b.model.proto.constraints[row].enforcement_literal.clear()
+                _clear_row(b.model, row)
         if progress:
             progress(f"{label}tier {i}/{len(b.tiers)} {tier.name}: {value}"
                      + ("" if bounds[-1] == value else f" (bound {bound})")
                      + f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
-    return _PartResult(vals, [tier.value(vals) for tier in b.tiers], bounds)
+    st.assignment, st.vals = assignment, vals
+    st.values = [tier.value(vals) for tier in b.tiers]
+
+
+def _clear_row(model: cp_model.CpModel, row: int) -> None:
+    model.proto.constraints[row].clear_linear()    # an empty constraint: always true
+    model.proto.constraints[row].enforcement_literal.clear()
+
+
+def _reopen(b: _Built, budget: _Budget, progress: Progress | None, st: _PartResult, k: int) -> bool:
+    """Tier ``k`` (1-based), stopped at its share before, solved again alone,
+    hinted with the plan so far, with presolve, for what is left less what the
+    tiers after it took the first time (they are solved again if it improves).
+    Whether that proved it or improved it.
+
+    Exact: the tiers before ``k`` keep their values (their rows stay), the rows of
+    the tiers after it are left out of the copy solved. A proof at the same value
+    makes the later tiers' values and bounds exact as they are (they were solved
+    with tier ``k`` at that value); a better value replaces the plan, and the
+    tiers after ``k`` are solved again from it with what is then left."""
+    tier = b.tiers[k - 1]
+    old = st.values[k - 1]
+    limit = budget.total - budget.spent - sum(t for j, t in st.spent.items() if j > k)
+    if limit < REOPEN_MIN:
+        return False
+    if k == b.count_tiers + 1 and REQUEST_DOMINANCE == "retry":
+        b.used.clear()       # their definitions were cleared with the rows: define them again
+        b.atleast.clear()
+        first = len(b.model.proto.constraints)
+        _request_dominance(b)
+        _derive(b, st.assignment)
+        added = range(first, len(b.model.proto.constraints))
+    else:
+        added = range(0)
+    model = b.model.clone()
+    for row in added:             # in the copy only
+        _clear_row(b.model, row)
+    for j, row in st.rows.items():
+        if j > k:
+            _clear_row(model, row)
+    expr = _linear(tier.terms)
+    model.clear_objective()
+    (model.maximize if tier.maximize else model.minimize)(expr)
+    if tier.floor is not None and tier.vfloor is not None:
+        model, _ = _restricted(b, tier.floor, tier.vfloor, st.assignment, base=model)
+    else:
+        _hint(b, st.assignment, model)
+    solver = _solver(limit, presolve=True, kind=_kind(b, k))
+    status = solver.solve(model)
+    budget.spent += solver.deterministic_time
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if progress:
+            progress(f"{st.label}tier {k}/{len(b.tiers)} {tier.name} reopened: nothing found"
+                     f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
+        return False
+    found = round(solver.best_objective_bound)
+    bound = (min if tier.maximize else max)(st.bounds[k - 1], found)
+    answer = _answer(b, solver)
+    vals = _decisions(b, _lookup(answer))
+    value = tier.value(vals)
+    better = value > old if tier.maximize else value < old
+    if progress:
+        progress(f"{st.label}tier {k}/{len(b.tiers)} {tier.name} reopened: {value}"
+                 + ("" if bound == value else f" (bound {bound})")
+                 + f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
+    if not better:
+        st.bounds[k - 1] = bound
+        return status == cp_model.OPTIMAL
+    for j, row in st.rows.items():
+        if j >= k:
+            _clear_row(b.model, row)
+    st.rows = {j: row for j, row in st.rows.items() if j < k}
+    st.rows[k] = len(b.model.proto.constraints)
+    b.model.add(expr >= value if tier.maximize else expr <= value)
+    st.assignment, st.vals = answer, vals
+    st.bounds[k - 1:] = [bound]
+    st.solved_with = {j for j in st.solved_with if j <= k}
+    budget.tiers_left = sum(1 for t in b.tiers[k:] if t.active)
+    _solve_tiers(b, budget, progress, st, k + 1)
+    return True
 
 
 def _kind(b: _Built, i: int) -> str:
@@ -991,6 +1091,12 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
     for i, b in enumerate(built, 1):
         label = f"part {i}/{len(built)} ({len(b.classes)} classes): " if len(built) > 1 else ""
         results.append((b, _solve_part(b, budget, progress, label)))
+    while REOPEN and budget.total - budget.spent > 1e-3:
+        unproven = [(b, r, k) for b, r in results
+                    for k, (v, bd) in enumerate(zip(r.values, r.bounds, strict=True), 1) if v != bd]
+        if not unproven or not _reopen(budget=budget, progress=progress, b=unproven[0][0],
+                                       st=unproven[0][1], k=unproven[0][2]):
+            break
     objective, bounds = _add_up([r.values for _, r in results]), _add_up([r.bounds for _, r in results])
     if not results:
         objective = bounds = [0] * (1 + len(layout.prios) + len(layout.vprios) + 3)
