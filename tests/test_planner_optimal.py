@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -267,6 +268,21 @@ def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypat
         assert_same_tiers(p, seed, checked=sol, other=solve(p))
 
 
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
+                counts: Callable[..., bool] = lambda *_, **__: True) -> list[int]:
+    """While the test runs, counts (in the one item of the list returned) the calls
+    of ``owner.name`` that ``counts`` accepts; the calls themselves go through."""
+    seen = [0]
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen[0] += bool(counts(*args, **kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return seen
+
+
 def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-rank tier is solved with pool preference folded in for at most
     FOLD_QUICK deterministic seconds without presolve, then once more with it; with
@@ -276,21 +292,14 @@ def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.
 
     folded = [solve(random_crowded_problem(seed)) for seed in range(30)]
     monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
-    retried = 0
-    real = optimal._solve_again
-
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal retried
-        retried += kwargs["kind"] == "rank" and kwargs["presolve"]
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(optimal, "_solve_again", counted)
+    retried = count_calls(monkeypatch, optimal, "_solve_again", lambda *_, kind, presolve, **__: kind == "rank"
+                          and presolve)
     for seed, sol in enumerate(folded):
         p = random_crowded_problem(seed)
         assert_same_tiers(p, seed, checked=solve(p), other=sol)
     for seed in range(60):
         check_against_bruteforce(random_contention_problem(seed))
-    assert retried >= 30
+    assert retried[0] >= 30
 
 
 def test_the_fifo_attempts_pool_their_best_answer_and_tightest_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,21 +412,13 @@ def test_budget_left_reopens_the_tiers_not_proven(monkeypatch: pytest.MonkeyPatc
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(20)]
     monkeypatch.setattr(optimal._Budget, "share", lambda self: 0.0)
-    reopened = 0
-    real = optimal._reopen
-
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal reopened
-        reopened += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(optimal, "_reopen", counted)
+    reopened = count_calls(monkeypatch, optimal, "_reopen")
     for seed, sol in enumerate(plain):
         p = random_crowded_problem(seed)
         assert_same_tiers(p, seed, checked=solve(p), other=sol)
     for seed in range(40):
         check_against_bruteforce(random_contention_problem(seed))
-    assert reopened >= 20
+    assert reopened[0] >= 20
     monkeypatch.setattr(optimal, "REOPEN", False)
     assert solve(random_crowded_problem(0)).status == "FEASIBLE"
 
