@@ -268,6 +268,17 @@ def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypat
         assert_same_tiers(p, seed, checked=sol, other=solve(p))
 
 
+def agree_with(before: list[Solution], contention: int) -> None:
+    """The crowded problems solved now get every tier of ``before`` (solved as
+    they were, seed by seed), and the first ``contention`` contention problems
+    the brute force's plan."""
+    for seed, sol in enumerate(before):
+        p = random_crowded_problem(seed)
+        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+    for seed in range(contention):
+        check_against_bruteforce(random_contention_problem(seed))
+
+
 def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
                 counts: Callable[..., bool] = lambda *_, **__: True) -> list[int]:
     """While the test runs, counts (in the one item of the list returned) the calls
@@ -294,11 +305,7 @@ def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.
     monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
     retried = count_calls(monkeypatch, optimal, "_solve_again", lambda *_, kind, presolve, **__: kind == "rank"
                           and presolve)
-    for seed, sol in enumerate(folded):
-        p = random_crowded_problem(seed)
-        assert_same_tiers(p, seed, checked=solve(p), other=sol)
-    for seed in range(60):
-        check_against_bruteforce(random_contention_problem(seed))
+    agree_with(folded, contention=60)
     assert retried[0] >= 30
 
 
@@ -413,11 +420,7 @@ def test_budget_left_reopens_the_tiers_not_proven(monkeypatch: pytest.MonkeyPatc
     plain = [solve(random_crowded_problem(seed)) for seed in range(20)]
     monkeypatch.setattr(optimal._Budget, "share", lambda self: 0.0)
     reopened = count_calls(monkeypatch, optimal, "_reopen")
-    for seed, sol in enumerate(plain):
-        p = random_crowded_problem(seed)
-        assert_same_tiers(p, seed, checked=solve(p), other=sol)
-    for seed in range(40):
-        check_against_bruteforce(random_contention_problem(seed))
+    agree_with(plain, contention=40)
     assert reopened[0] >= 20
     monkeypatch.setattr(optimal, "REOPEN", False)
     assert solve(random_crowded_problem(0)).status == "FEASIBLE"
