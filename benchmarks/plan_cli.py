@@ -227,11 +227,20 @@ def main(argv: list[str] | None = None) -> None:
                          "listed size <= it)")
     ap.add_argument("--keep", type=Path, help="write the instances here (else a temporary directory)")
     args = ap.parse_args(argv)
+    if args.keep:
+        run_all(args, args.keep)
+        return
+    with tempfile.TemporaryDirectory(prefix="poolc-plan-bench-") as scratch:   # 0.5 GB at 50,000
+        run_all(args, Path(scratch))
+
+
+def run_all(args: argparse.Namespace, work: Path) -> None:
+    """Every instance the options ask for, written under ``work`` and planned."""
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds, caps = seed_range(args.seeds), _caps(args.seeds_at)
-    work = args.keep or Path(tempfile.mkdtemp(prefix="poolc-plan-bench-"))
     _compile_once()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; instances in {work}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; instances in {work}"
+          + ("" if args.keep else " (removed at the end; --keep DIR keeps them)"))
     head = (f"{'generator':<10} {'reqs':>6} {'seed':>4} {'classes':>7} {'strategy':<8} {'status':<8} {'gap':>5} "
             f"{'wall':>6} {'cpu':>6} {'MB':>5} {'x1k':>5} | " + " ".join(f"{s[:6]:>6}" for s in STAGES))
     print(head)
