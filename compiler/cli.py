@@ -537,7 +537,9 @@ def run() -> None:
     a tenth of a pre-commit run and 5% of a 1,000-request plan, for nothing: the
     process ends anyway. Output is flushed and the atexit handlers run first, as a
     normal exit would; a stdout that cannot be flushed (a closed pipe) takes the
-    normal exit, which reports it."""
+    normal exit, which reports it, and so does a run under a profiler, a tracer or
+    a debugger (``python -m cProfile``, coverage, pdb), which write their results
+    after the program returns."""
     try:
         main()
         code: str | int | None = EXIT_OK
@@ -545,8 +547,8 @@ def run() -> None:
         code = stop.code
     if code is None:
         code = EXIT_OK
-    if not isinstance(code, int):
-        sys.exit(code)           # a message instead of a number: Python prints it
+    if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)           # a message for Python to print, or a tool still to write its results
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -419,6 +419,17 @@ def test_the_installed_command_skips_the_teardown_but_not_the_exit_handlers(path
     assert "documents in" in out.stderr
 
 
+def test_the_installed_command_exits_normally_under_a_profiler(tmp_path):
+    # python -m cProfile writes its results after the program returns: os._exit would lose them
+    stats = tmp_path / "poolc.prof"
+    out = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "compiler.cli",
+                          "validate", "--quiet", CONTEXT, CLEAN],
+                         capture_output=True, text=True, timeout=120, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr
+    assert stats.stat().st_size > 0
+
+
 def test_the_installed_command_keeps_click_usage_errors_and_version():
     assert _installed("--version").stdout.strip() == "poolc, version " + __version__
     bad = _installed("validate", "--format", "yaml", CLEAN)
