@@ -402,6 +402,8 @@ def _request_dominance(b: _Built) -> None:
     for ci, pi in sorted(b.n):
         by_policy.setdefault(b.classes[ci].policies[pi].name, []).append((ci, pi))
     model = b.model
+    b.used.clear()       # an earlier call's literals lost their definitions with its rows
+    b.atleast.clear()    # (a FIFO solved again after a reopen): each call defines its own
 
     def total(ci: int) -> cp_model.LinearExpr:
         return cp_model.LinearExpr.sum([b.n[ci, pi] for pi in range(len(b.classes[ci].policies))])
@@ -884,8 +886,6 @@ def _reopen(b: _Built, budget: _Budget, progress: Progress | None, st: _PartResu
     if limit < REOPEN_MIN:
         return False
     if k == b.count_tiers + 1 and REQUEST_DOMINANCE == "retry":
-        b.used.clear()       # their definitions were cleared with the rows: define them again
-        b.atleast.clear()
         first = len(b.model.proto.constraints)
         _request_dominance(b)
         _derive(b, st.assignment)
