@@ -309,6 +309,19 @@ def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.
     assert retried[0] >= 30
 
 
+def test_the_polished_start_rank_hint_keeps_every_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-rank fold of a large part is hinted with its own objective solved
+    with the admissions fixed (optimal._polished); on every part (POLISH_FROM 0)
+    the tiers are those of the plain hint and of the brute force."""
+    from compiler.planner import optimal
+
+    plain = [solve(random_crowded_problem(seed)) for seed in range(30)]
+    monkeypatch.setattr(optimal, "POLISH_FROM", 0)
+    polished = count_calls(monkeypatch, optimal, "_polished")
+    agree_with(plain, contention=60)
+    assert polished[0] >= 30
+
+
 def test_the_fifo_attempts_pool_their_best_answer_and_tightest_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no time for the first FIFO attempt nor the presolve retry, FIFO goes
     through all three attempts; what they found together (the best answer of any,
