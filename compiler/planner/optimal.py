@@ -25,7 +25,8 @@ Why it is shaped this way:
 * The start-rank tier is solved with the preference tier folded in (weighted,
   exactly lexicographic; see `_fold_weight`): one proof for both. So is each
   "preempted at v" tier with the "admitted at p" tier after it (`_fold_count`),
-  on the restricted copy of the second.
+  on the restricted copy of the second. On a large part the fold's hint is
+  first polished: its objective with the admissions fixed (`_polished`).
 * Independent parts (`decompose.py`): pools that no request class can choose
   between are planned as separate models, one after the other, each with the
   global tier list; tier values add up. Exact, and smaller models prove faster.
