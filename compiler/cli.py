@@ -549,12 +549,7 @@ def run() -> None:
         code = EXIT_OK
     if not isinstance(code, int) or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)           # a message for Python to print, or a tool still to write its results
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        sys.exit(code)
-    atexit._run_exitfuncs()
+    atexit._run_exitfuncs()      # cleared as they run: the normal exit below would not repeat them
     try:
         sys.stdout.flush()
         sys.stderr.flush()
