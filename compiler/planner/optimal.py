@@ -860,13 +860,18 @@ def _solve_tiers(b: _Built, budget: _Budget, progress: Progress | None, st: _Par
             for row in b.cut_rows + b.link_rows:                # the rows, and what defines their literals
                 _clear_row(b.model, row)
         if progress:
-            progress(f"{label}tier {i}/{len(b.tiers)} {tier.name}: {value}"
-                     + ("" if bounds[-1] == value else f" (bound {bound})")
-                     + f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
+            progress(_tier_line(b, label, i, f": {value}" + ("" if bounds[-1] == value else f" (bound {bound})"),
+                                budget))
     # Report the plan actually returned: a tier stopped early was fixed at its value
     # then, and a later solve may still have improved it.
     st.assignment, st.vals = assignment, vals
     st.values = [tier.value(vals) for tier in b.tiers]
+
+
+def _tier_line(b: _Built, label: str, i: int, outcome: str, budget: _Budget) -> str:
+    """The progress line of tier ``i`` (1-based): its name, ``outcome``, the budget spent."""
+    return (f"{label}tier {i}/{len(b.tiers)} {b.tiers[i - 1].name}{outcome}"
+            f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
 
 
 def _clear_row(model: cp_model.CpModel, row: int) -> None:
@@ -915,8 +920,7 @@ def _reopen(b: _Built, budget: _Budget, progress: Progress | None, st: _PartResu
     budget.spent += solver.deterministic_time
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if progress:
-            progress(f"{st.label}tier {k}/{len(b.tiers)} {tier.name} reopened: nothing found"
-                     f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
+            progress(_tier_line(b, st.label, k, " reopened: nothing found", budget))
         return False
     found = round(solver.best_objective_bound)
     bound = (min if tier.maximize else max)(st.bounds[k - 1], found)
@@ -925,9 +929,8 @@ def _reopen(b: _Built, budget: _Budget, progress: Progress | None, st: _PartResu
     value = tier.value(vals)
     better = value > old if tier.maximize else value < old
     if progress:
-        progress(f"{st.label}tier {k}/{len(b.tiers)} {tier.name} reopened: {value}"
-                 + ("" if bound == value else f" (bound {bound})")
-                 + f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
+        progress(_tier_line(b, st.label, k, f" reopened: {value}" + ("" if bound == value else f" (bound {bound})"),
+                            budget))
     if not better:
         st.bounds[k - 1] = bound
         return status == cp_model.OPTIMAL
