@@ -58,6 +58,35 @@ class Assignment:
         return any(idx != -1 for idx in self.tried.values())
 
 
+@dataclass(frozen=True)
+class RequestPlan:
+    """How ``assign`` walks one request: the resource groups in the order Kueue visits them (by
+    their first requested resource, alphabetically), each with the requests it covers, then the
+    first nonzero request that no group covers (the attempt fails there). It depends only on the
+    ClusterQueue and the requests, so the scheduler keeps one per ClusterQueue and shape."""
+
+    groups: tuple[tuple[int, Mapping[str, int]], ...]
+    uncovered: str | None = None
+
+    @classmethod
+    def of(cls, spec: ClusterQueueSpec, requests: Mapping[str, int]) -> RequestPlan:
+        groups: list[tuple[int, Mapping[str, int]]] = []
+        done: set[str] = set()
+        for res in sorted(requests):
+            if res in done:
+                continue
+            gidx = spec.group_index.get(res)
+            if gidx is None:
+                if requests[res] == 0:
+                    continue
+                return cls(tuple(groups), res)
+            covered = spec.groups[gidx].covered
+            wanted = {r: q for r, q in sorted(requests.items()) if r in covered}
+            done.update(wanted)
+            groups.append((gidx, wanted))
+        return cls(tuple(groups))
+
+
 def _preferred(a: tuple[int, int], b: tuple[int, int], fung: Fungibility) -> bool:
     """Is granular mode ``a`` (preemption mode, borrowing level) better than ``b``?"""
     if a[0] == _G_NOFIT:
@@ -92,7 +121,7 @@ class FlavorAssigner:
         spec: ClusterQueueSpec,
         known_flavors: frozenset[str],
         workload: Workload,
-        requests: Mapping[str, int],
+        plan: RequestPlan,
         oracle: Oracle,
     ) -> None:
         self.tree = tree
@@ -100,7 +129,7 @@ class FlavorAssigner:
         self.node = tree.cqs[spec.name]
         self.known = known_flavors
         self.workload = workload
-        self.requests = requests
+        self.plan = plan
         self.oracle = oracle
 
     def _can_preempt_while_borrowing(self) -> bool:
@@ -131,43 +160,33 @@ class FlavorAssigner:
                 f"{format_amount(res, ceiling)} can ever be available to {self._where()} "
                 f"(nominal {format_amount(res, quota.nominal)}{limit})"
             )
-        borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
         short = (
             f"insufficient unused quota for {res} in flavor '{flavor}': needs {amount}, "
             f"{format_amount(res, available)} available to {self._where()}"
         )
-        if quota.nominal >= value or may_reclaim or self._can_preempt_while_borrowing():
+        # the borrowing level is read only when the cheaper tests do not settle it (the oracle
+        # works it out again after its own search)
+        if (quota.nominal >= value or self._can_preempt_while_borrowing()
+                or lowest_fitting_subtree(node, fr, value)[1]):
             possibility, borrow_after = self.oracle(fr, value)
             if possibility == NO_CANDIDATES:
                 return _G_NOCAND, borrow_after, short + "; no workload can be preempted to make room"
             return (_G_PREEMPT if possibility == PREEMPT else _G_RECLAIM), borrow_after, short
-        return _G_NOFIT, borrow, (
+        return _G_NOFIT, lowest_fitting_subtree(node, fr, value)[0], (
             short + f"; ClusterQueue '{self.spec.name}' cannot preempt: the request exceeds its nominal "
             f"quota ({format_amount(res, quota.nominal)}) and borrowWithinCohort is not enabled"
         )
 
     def assign(self, start: Mapping[int, int]) -> Assignment:
         out = Assignment()
-        done: set[str] = set()
-        group_of = self.spec.group_index
-        for res in sorted(self.requests):
-            if res in done:
-                continue
-            qty = self.requests[res]
-            gidx = group_of.get(res)
-            if gidx is None:
-                if qty == 0:
-                    continue
-                out.reasons.append(f"resource {res} is not covered by ClusterQueue '{self.spec.name}'")
-                out.failed = True
-                return out
-            covered = self.spec.groups[gidx].covered
-            wanted = {r: q for r, q in sorted(self.requests.items()) if r in covered}
-            done.update(wanted)
+        for gidx, wanted in self.plan.groups:
             if not self._assign_group(gidx, wanted, start.get(gidx, -1) + 1, out):
                 out.failed = True
                 out.tried = {}  # a pod set that gets no flavors records no scan progress
                 return out
+        if self.plan.uncovered is not None:
+            out.reasons.append(f"resource {self.plan.uncovered} is not covered by ClusterQueue '{self.spec.name}'")
+            out.failed = True
         return out
 
     def _assign_group(self, gidx: int, wanted: Mapping[str, int], first: int, out: Assignment) -> bool:
@@ -190,7 +209,7 @@ class FlavorAssigner:
                 if why:
                     reasons.append(why)
                 mode = (gmode, borrow)
-                if _preferred(rep, mode, fung):
+                if mode != rep and _preferred(rep, mode, fung):  # a mode is never preferred to itself
                     rep = mode
                 if rep[0] == _G_NOFIT:
                     break

@@ -153,7 +153,7 @@ def add(tree: QuotaTree, adm: Admitted) -> None:
         node.add_usage(fr, value)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Candidate:
     adm: Admitted
     lca: Node | None
@@ -184,17 +184,20 @@ class Preemptor:
 
     # Only the preemptor's flavor-resources are read while searching, and every
     # flavor-resource is accounted independently in the tree, so victims are taken
-    # out and put back for those flavor-resources only.
+    # out and put back for those flavor-resources only (looked up in the victim's
+    # usage: the oracle asks about one flavor-resource, a victim uses several).
     def _take(self, adm: Admitted) -> None:
-        node = self.tree.cqs[adm.cq]
-        for fr, value in adm.usage.items():
-            if fr in self.usage:
+        node, used = self.tree.cqs[adm.cq], adm.usage
+        for fr in self.usage:
+            value = used.get(fr)
+            if value is not None:
                 node.remove_usage(fr, value)
 
     def _give(self, adm: Admitted) -> None:
-        node = self.tree.cqs[adm.cq]
-        for fr, value in adm.usage.items():
-            if fr in self.usage:
+        node, used = self.tree.cqs[adm.cq], adm.usage
+        for fr in self.usage:
+            value = used.get(fr)
+            if value is not None:
                 node.add_usage(fr, value)
 
     # -- candidates ---------------------------------------------------------
@@ -357,21 +360,34 @@ class Preemptor:
         Most preemptors asked are hopeless, so two exact arithmetic bounds (``_freeable``,
         ``_nominal_room``) answer most attempts before the tree is changed to try them."""
         borrowing, plain = self._reach()
-        if borrowing and self._freeable(borrowing) and self._fits_freed(borrowing, True):
-            return True
-        return bool(plain) and self._nominal_room(plain) and self._freeable(plain) and self._fits_freed(plain, False)
+        if borrowing:
+            freed = self._freed(borrowing)
+            if self._freeable(freed) and self._fits_freed(freed, True):
+                return True
+        if not plain or not self._nominal_room(plain):
+            return False
+        freed = self._freed(plain)
+        return self._freeable(freed) and self._fits_freed(freed, False)
 
-    def _freeable(self, reach: Mapping[str, int | None]) -> bool:
-        """Could freeing what ``reach`` allows make room for every flavor-resource? Freeing X units
+    def _freed(self, reach: Mapping[str, int | None]) -> list[tuple[Node, FlavorResource, int]]:
+        """What every workload ``reach`` allows would free, per ClusterQueue and flavor-resource
+        (nonzero only); read once for both ``_freeable`` and ``_fits_freed``."""
+        usage_up_to, cqs = self.admitted.usage_up_to, self.tree.cqs
+        return [(cqs[cq], fr, value) for cq, cap in reach.items() for fr in self.usage
+                if (value := usage_up_to(cq, fr, cap))]
+
+    def _freeable(self, freed: list[tuple[Node, FlavorResource, int]]) -> bool:
+        """Could freeing ``freed`` make room for every flavor-resource? Freeing X units
         anywhere in the tree raises ``available`` here by at most X: a freed unit either reaches the
         root or is kept by the lendingLimit of one node on its way up, and in ``available``'s walk
         down our path the root's term grows by the units that reached it, a borrowingLimit's cap by
         no more than what was released into that cohort, and a node's private leftover by the units
         it kept. So when ``value > max(0, available + X)`` no victims drawn from ``reach`` suffice."""
-        usage_up_to = self.admitted.usage_up_to
+        total = dict.fromkeys(self.usage, 0)
+        for _, fr, value in freed:
+            total[fr] += value
         for fr, value in self.usage.items():
-            freed = sum(usage_up_to(cq, fr, cap) for cq, cap in reach.items())
-            if value > max(0, self.node.available(fr) + freed):
+            if value > max(0, self.node.available(fr) + total[fr]):
                 return False
         return True
 
@@ -387,9 +403,7 @@ class Preemptor:
                 return False
         return True
 
-    def _fits_freed(self, reach: Mapping[str, int | None], allow_borrowing: bool) -> bool:
-        freed = [(self.tree.cqs[cq], fr, value) for cq, cap in reach.items() for fr in self.usage
-                 if (value := self.admitted.usage_up_to(cq, fr, cap))]
+    def _fits_freed(self, freed: list[tuple[Node, FlavorResource, int]], allow_borrowing: bool) -> bool:
         for node, fr, value in freed:
             node.remove_usage(fr, value)
         ok = self.fits(allow_borrowing)
@@ -438,10 +452,13 @@ class Preemptor:
         own_freed = dict.fromkeys(self.usage, 0)
         own = self.spec.name
         for cand in pool:
-            for fr, value in cand.adm.usage.items():
-                if fr in freed:
+            used = cand.adm.usage
+            own_too = cand.adm.cq == own
+            for fr in freed:  # a pool holds dozens of victims; the oracle asks about one flavor-resource
+                value = used.get(fr)
+                if value is not None:
                     freed[fr] += value
-                    if cand.adm.cq == own:
+                    if own_too:
                         own_freed[fr] += value
         for fr, value in self.usage.items():
             if value > max(0, self.node.available(fr) + freed[fr]):

@@ -139,7 +139,8 @@ class PendingQueue:
         self._changes = 0  # bumped by every call that may change the queue, for ``state``
         self._state: tuple[int, tuple[int, frozenset[tuple[Shape, frozenset[str]]]]] | None = None
 
-    def _shape(self, wl: Workload) -> Shape:
+    def shape_of(self, wl: Workload) -> Shape:
+        """``wl``'s shape (priority, pod count, requests), worked out once per workload."""
         found = self._shapes.get(wl.name)
         if found is None:
             found = self._shapes[wl.name] = self._shape_of(wl)
@@ -227,7 +228,7 @@ class PendingQueue:
     def push(self, wl: Workload) -> None:
         """Put a workload on the heap (leaving the inadmissible set if it was parked)."""
         self._changes += 1
-        key = self._shape(wl)
+        key = self.shape_of(wl)
         if self._parked and self._take(self._parked, key, wl.name) is not None:
             self._parked_count -= 1
         if not self._is_queued(wl, key):
@@ -263,7 +264,7 @@ class PendingQueue:
         if self.strict or immediate:
             self.push(wl)
             return []
-        key = self._shape(wl)
+        key = self.shape_of(wl)
         if not self._is_queued(wl, key):
             self._park_one(wl, key)
         if not bulk:
@@ -283,7 +284,7 @@ class PendingQueue:
 
     def park(self, wl: Workload) -> None:
         self._changes += 1
-        key = self._shape(wl)
+        key = self.shape_of(wl)
         if not self._is_queued(wl, key):
             self._park_one(wl, key)
 

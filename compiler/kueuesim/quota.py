@@ -21,7 +21,7 @@ class Node:
     """One ClusterQueue or Cohort with its quotas and current usage."""
 
     __slots__ = (
-        "_available_steps", "_chain", "_height", "_path", "_potential", "borrow_limits", "child_cohorts",
+        "_ancestors", "_available_steps", "_chain", "_height", "_path", "_potential", "borrow_limits", "child_cohorts",
         "child_cqs", "is_cohort", "local", "name", "nominal", "parent", "quotas", "subtree", "usage",
     )
 
@@ -38,6 +38,7 @@ class Node:
         self.child_cqs: list[Node] = []
         self.child_cohorts: list[Node] = []
         self._path: tuple[Node, ...] | None = None  # self up to the root, once the tree is linked
+        self._ancestors: tuple[Node, ...] | None = None  # the same without self
         self._height: int | None = None
         # Per flavor-resource, what the hot walks to the root read that never changes once the tree
         # is built (quotas, lending and borrowing limits), next to each node's live usage dict;
@@ -56,6 +57,7 @@ class Node:
             path.append(node)
             node = node.parent
         self._path = tuple(path)
+        self._ancestors = self._path[1:]
 
     def path(self) -> tuple[Node, ...]:
         if self._path is None:
@@ -84,7 +86,8 @@ class Node:
         }
 
     def local_available(self, fr: FlavorResource) -> int:
-        return max(0, self.local.get(fr, 0) - self.usage.get(fr, 0))
+        free = self.local.get(fr, 0) - self.usage.get(fr, 0)
+        return free if free > 0 else 0
 
     def available(self, fr: FlavorResource) -> int:
         """What can still be used here: private leftovers plus what the ancestors let us borrow."""
@@ -173,7 +176,11 @@ class Node:
         return True
 
     def ancestors(self) -> tuple[Node, ...]:
-        return self.path()[1:]
+        """The cohorts above, lowest first (remembered: the preemption walks read them often)."""
+        if self._ancestors is None:
+            self.freeze()
+        assert self._ancestors is not None
+        return self._ancestors
 
     def root(self) -> Node:
         return self.path()[-1]
@@ -226,10 +233,13 @@ def lowest_fitting_subtree(cq: Node, fr: FlavorResource, value: int) -> tuple[in
 def lender(cq: Node, fr: FlavorResource, value: int) -> Node | None:
     """The lowest cohort whose subtree quota covers ``value`` more for ``cq`` (None: not even the root)."""
     remaining = value - cq.local_available(fr)
-    for node in cq.ancestors():
-        if not node.borrowing_with(fr, remaining):
+    for node in cq.ancestors():  # borrowing_with and local_available, inlined: a hot walk
+        used = node.usage.get(fr, 0)
+        if node.nominal.get(fr, 0) >= used + remaining:
             return node
-        remaining -= node.local_available(fr)
+        free = node.local.get(fr, 0) - used
+        if free > 0:
+            remaining -= free
     return None
 
 

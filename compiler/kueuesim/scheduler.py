@@ -32,7 +32,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner
+from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner, RequestPlan
 from .model import Outcome, Simulation, Workload
 from .objects import ClusterQueueSpec, Config, FlavorResource, parse_objects
 from .preemption import (
@@ -44,7 +44,7 @@ from .preemption import (
     remove,
     simulate_preemption,
 )
-from .queues import PendingQueue, ShapeCache, queue_key
+from .queues import PendingQueue, Shape, ShapeCache, queue_key
 from .quota import Node, QuotaTree, lender
 
 
@@ -105,6 +105,7 @@ class Scheduler:
         }
         self._resolved: dict[tuple[str, str], tuple[str | None, str]] = {}
         self._selects: dict[tuple[str, str], bool] = {}  # (ClusterQueue, namespace) -> selected
+        self._plans: dict[tuple[str, Shape], RequestPlan] = {}  # (ClusterQueue, shape) -> request plan
         self.admitted = AdmittedIndex(self.queues)
         self.inactive: dict[str, str] = {}
         for name, spec in sorted(config.cluster_queues.items()):
@@ -148,6 +149,14 @@ class Scheduler:
         if spec.group_for("pods") is not None:
             requests["pods"] = int(wl.requests.get("pods", wl.count))
         return requests
+
+    def _plan(self, cq: str, spec: ClusterQueueSpec, wl: Workload) -> RequestPlan:
+        """The request plan of ``wl`` in ``cq``: one per shape, as thousands of Jobs share a few."""
+        key = (cq, self.queues[cq].shape_of(wl))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = RequestPlan.of(spec, self._requests(wl, spec))
+        return plan
 
     def _next_order(self) -> tuple[int, int]:
         self._order += 1
@@ -235,12 +244,11 @@ class Scheduler:
             self.queues[cq].park(wl)
             return None
         track.cq = cq
-        requests = self._requests(wl, spec)
 
         def oracle(fr: FlavorResource, value: int) -> tuple[int, int]:
             return simulate_preemption(self.tree, self.admitted, spec, wl, fr, value)
 
-        assigner = FlavorAssigner(self.tree, spec, self.config.flavors, wl, requests, oracle)
+        assigner = FlavorAssigner(self.tree, spec, self.config.flavors, wl, self._plan(cq, spec, wl), oracle)
         assignment = assigner.assign(track.scan)
         targets: list[Target] = []
         if assignment.mode == PREEMPT_MODE:

@@ -16,11 +16,13 @@ import random
 import pytest
 
 from compiler.kueuesim import Workload
+from compiler.kueuesim.flavors import RequestPlan
 from compiler.kueuesim.objects import parse_objects
 from compiler.kueuesim.queues import PendingQueue, queue_key, shape
 from compiler.kueuesim.quota import QuotaTree
 
-from .builders import cluster_queue, cohort, flavor, group, quota
+from .builders import cluster_queue, cohort, flavor, group, local_queue, quota, run
+from .builders import wl as workload
 
 
 class _PlainQueue:
@@ -170,3 +172,53 @@ def test_freeing_usage_raises_available_by_at_most_what_is_freed() -> None:
         # taking out and putting back is exact, down to every node's usage
         assert {node.name: dict(node.usage) for node in [*tree.cqs.values(), *tree.cohorts.values()]} == usage
     assert checked > 100  # the bound was exercised where freeing did help
+
+
+def test_request_plan_walks_groups_by_first_resource_and_stops_at_an_uncovered_one() -> None:
+    """``RequestPlan.of`` is what ``FlavorAssigner.assign`` walks: groups in the order of their first
+    requested resource (alphabetical), each with all the requests it covers; an uncovered request
+    of 0 is ignored, an uncovered nonzero one ends the walk where it sorts."""
+    config = parse_objects([
+        flavor("f"),
+        cluster_queue("cq",
+                      group(["memory", "cpu"], ("f", [quota("memory", "8Gi"), quota("cpu", 4)])),
+                      group(["nvidia.com/gpu"], ("f", [quota("nvidia.com/gpu", 2)]))),
+    ])
+    spec = config.cluster_queues["cq"]
+    plan = RequestPlan.of(spec, {"nvidia.com/gpu": 1, "memory": 5, "cpu": 1000, "zzz": 0})
+    assert plan.groups == ((0, {"cpu": 1000, "memory": 5}), (1, {"nvidia.com/gpu": 1}))
+    assert plan.uncovered is None
+    # "example.com/x" sorts after cpu and before memory and gpu: the cpu group is walked first, then it stops
+    plan = RequestPlan.of(spec, {"nvidia.com/gpu": 1, "memory": 5, "cpu": 1000, "example.com/x": 1})
+    assert plan.groups == ((0, {"cpu": 1000, "memory": 5}),)
+    assert plan.uncovered == "example.com/x"
+    assert RequestPlan.of(spec, {"a": 1, "cpu": 1000}) == RequestPlan((), "a")
+
+
+def test_request_plans_are_kept_per_cluster_queue_not_only_per_shape() -> None:
+    """The scheduler keeps one request plan per (ClusterQueue, shape). Workloads of one shape in
+    two ClusterQueues that cover different resources (and one covers "pods", which changes the
+    requests themselves) must each get their own queue's plan: a plan shared by shape alone would
+    admit the second like the first, or count pods where they are not covered."""
+    objects = [
+        flavor("f"),
+        cluster_queue("wide", group(["cpu", "pods", "ephemeral-storage"],
+                                    ("f", [quota("cpu", 10), quota("pods", 5), quota("ephemeral-storage", "4Gi")]))),
+        cluster_queue("narrow", group(["cpu"], ("f", [quota("cpu", 10)]))),
+        local_queue("ns", "w", "wide"),
+        local_queue("ns", "n", "narrow"),
+    ]
+    for first, second in (("w", "n"), ("n", "w")):  # either queue's plan is worked out first
+        sim = run(objects, [
+            workload("a1", first, 1, created=1, ephemeral_storage=2**30),
+            workload("a2", second, 1, created=2, ephemeral_storage=2**30),
+            workload("b1", first, 1, created=3),
+            workload("b2", second, 1, created=4),
+        ])
+        wide, narrow = (("a1", "b1"), ("a2", "b2")) if first == "w" else (("a2", "b2"), ("a1", "b1"))
+        assert sim.outcomes[wide[0]].status == "admitted"
+        assert sim.outcomes[narrow[0]].status == "pending"
+        assert "ephemeral-storage is not covered by ClusterQueue 'narrow'" in sim.outcomes[narrow[0]].reason
+        assert sim.outcomes[wide[1]].status == sim.outcomes[narrow[1]].status == "admitted"
+        assert sim.usage["wide"]["f"] == {"cpu": 2000, "pods": 2, "ephemeral-storage": 2**30}
+        assert sim.usage["narrow"]["f"] == {"cpu": 1000}
