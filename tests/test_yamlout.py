@@ -4,6 +4,8 @@ is full and starts over."""
 
 from __future__ import annotations
 
+import enum
+
 import pytest
 
 from compiler.targets import yamlout
@@ -68,3 +70,13 @@ def test_a_key_that_is_no_string_is_refused_also_after_an_equal_one():
     for key in (1, True, None):
         with pytest.raises(TypeError, match="mapping keys must be strings"):
             dump_document({key: 1})
+
+
+def test_numbers_and_booleans_are_written_as_scalar_writes_them():
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    values = [True, False, 0, -7, 10**20, Level.LOW, None]
+    document = {f"k{i}": v for i, v in enumerate(values)}
+    assert dump_document(document) == "".join(f"k{i}: {scalar(v)}\n" for i, v in enumerate(values))
+    assert dump_document({"x": [True, 1, False, 0]}) == "x:\n  - true\n  - 1\n  - false\n  - 0\n"

@@ -85,6 +85,12 @@ def _text(value: Any) -> str:
                 _SCALARS.clear()
             found = _SCALARS[value] = scalar(value)
         return found
+    if value is True:   # every Job's suspend and backoffLimit: spared scalar's checks
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return str(value)
     if isinstance(value, dict):
         return "{}"
     if isinstance(value, list):
