@@ -24,8 +24,9 @@ def dumps_sorted(value: Any, *, indent: int = 2, ensure_ascii: bool = True) -> s
     """``json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=ensure_ascii)``."""
     out: list[str] = []
     encode = encode_basestring_ascii if ensure_ascii else encode_basestring
+    keys: dict[str, str] = {}   # key -> its JSON text and ": " (a plan repeats a few keys thousands of times)
     try:
-        _write(value, "\n", " " * indent, encode, out)
+        _write(value, "\n", " " * indent, encode, keys, out)
     except _Unknown:
         return json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=ensure_ascii)
     return "".join(out)
@@ -52,7 +53,7 @@ def _scalar(value: Any, encode: Any) -> str | None:
 _INF = float("inf")
 
 
-def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> None:
+def _write(value: Any, newline: str, step: str, encode: Any, keys: dict[str, str], out: list[str]) -> None:
     """Append ``value`` laid out at the depth whose line break is ``newline``."""
     kind = type(value)
     if kind is dict:
@@ -65,15 +66,22 @@ def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> 
         for key in sorted(value):
             if type(key) is not str:
                 raise _Unknown
+            name = keys.get(key)
+            if name is None:
+                name = keys[key] = encode(key) + ": "
             item = value[key]
             kind = type(item)
-            name = head + encode(key) + ": "
             if kind is str:
-                out.append(name + encode(item))
+                out.append(f"{head}{name}{encode(item)}")   # an f-string joins once; '+' twice
             elif kind is int:
-                out.append(name + int.__repr__(item))
+                out.append(f"{head}{name}{int.__repr__(item)}")
+            elif kind is dict or kind is list:
+                out.append(head + name)
+                _write(item, inner, step, encode, keys, out)
+            elif item is None:
+                out.append(f"{head}{name}null")
             else:
-                _item(name, item, inner, step, encode, out)
+                _item(head + name, item, inner, step, encode, keys, out)
             head = separator
         out.append(newline + "}")
     elif kind is list or kind is tuple:
@@ -84,7 +92,14 @@ def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> 
         separator = "," + inner
         head = "[" + inner
         for item in value:
-            _item(head, item, inner, step, encode, out)
+            kind = type(item)
+            if kind is str:
+                out.append(head + encode(item))
+            elif kind is dict or kind is list:
+                out.append(head)
+                _write(item, inner, step, encode, keys, out)
+            else:
+                _item(head, item, inner, step, encode, keys, out)
             head = separator
         out.append(newline + "]")
     else:
@@ -94,11 +109,11 @@ def _write(value: Any, newline: str, step: str, encode: Any, out: list[str]) -> 
         out.append(text)
 
 
-def _item(prefix: str, item: Any, inner: str, step: str, encode: Any, out: list[str]) -> None:
+def _item(prefix: str, item: Any, inner: str, step: str, encode: Any, keys: dict[str, str], out: list[str]) -> None:
     """Append one member of a container after ``prefix`` (its key or separator)."""
     text = _scalar(item, encode)
     if text is None:
         out.append(prefix)
-        _write(item, inner, step, encode, out)
+        _write(item, inner, step, encode, keys, out)
     else:
         out.append(prefix + text)

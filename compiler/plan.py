@@ -313,10 +313,12 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
                   output_dir: str | None, now: datetime, context: TargetContext) -> None:
     """Render what apply would write for the plan and compare it with the state's
     record and, where the output directory is known, the files on disk."""
+    from .model import KINDS
     from .targets import render_all
 
     plan = result.plan
     result.files = render_all(config, plan, requests, context=context)
+    file_digests = {p: sha256_text(t) for p, t in result.files.items()}
     result.output_dir = _output_dir(result, output_dir)
     recorded = result.state.files
     file_changes: list[FileChange] = []
@@ -330,15 +332,21 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
                     fromfile=f"a/{path}", tofile=f"b/{path}"))
         elif path not in recorded:
             file_changes.append(FileChange(path, "create"))
-        elif recorded[path] != sha256_text(text) or result.output_dir:
+        elif recorded[path] != file_digests[path] or result.output_dir:
             file_changes.append(FileChange(path, "update"))
     file_changes += [FileChange(path, "delete") for path in recorded if path not in result.files]
     out_dir = result.output_dir
     relative_out = None
     if out_dir:
         relative_out = os.path.relpath(os.path.abspath(out_dir), os.path.dirname(os.path.abspath(result.state_path)))
-    state = state_from_plan(plan, result.previous, files={p: sha256_text(t) for p, t in result.files.items()},
-                            digest=inputs_digest(config), from_files=config.allocations,
+    # The configuration's digest without the state: the plan's inputs hold each of
+    # its documents' digests already, unless plan_paths left allocations out of
+    # what it planned (released, preempted); then their names differ from the config's.
+    documents = {k: v for k, v in (plan.inputs or {}).items() if not k.startswith("state/")}
+    same = documents.keys() == {f"{kind}/{name}" for kind in KINDS for name in config.by_kind(kind)}
+    digest = digest_of(documents) if same else inputs_digest(config)
+    state = state_from_plan(plan, result.previous, files=file_digests,
+                            digest=digest, from_files=config.allocations,
                             preempted_before=result.state.preempted, released=result.released, started_at=now,
                             step_inputs=inputs, finished=result.state.finished,
                             grant_order=_grant_positions(result.problem, result.solution),

@@ -49,3 +49,16 @@ def test_unusual_values_match_json_dumps(value: object) -> None:
 def test_what_json_cannot_write_fails_as_json_dumps_does() -> None:
     with pytest.raises(TypeError):
         dumps_sorted({"when": object()})
+
+
+class Colour(enum.StrEnum):
+    RED = "é"
+
+
+def test_repeated_keys_are_written_as_json_dumps_would_each_time() -> None:
+    """Key texts are remembered within one document: the same key in many objects,
+    also with the other ensure_ascii next, and a str subclass equal to a seen key."""
+    value = {"é": [{"é": 1, "k": None}, {"é": {"é": True}}, {Colour.RED: 2.5}], "k": ["é", Colour.RED]}
+    for ascii_only in (True, False, True):
+        assert dumps_sorted(value, ensure_ascii=ascii_only) == json.dumps(value, indent=2, sort_keys=True,
+                                                                          ensure_ascii=ascii_only)

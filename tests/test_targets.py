@@ -31,7 +31,7 @@ from ruamel.yaml import YAML
 
 from compiler.domain.naming import short_name
 from compiler.plan import plan_paths
-from compiler.targets import TARGETS, render_all, render_target
+from compiler.targets import TARGETS, kueue, render_all, render_target
 from compiler.targets.context import TargetContext
 from compiler.targets.kubernetes import kubernetes_quantity
 from compiler.targets.yamlout import dump_document, scalar
@@ -659,6 +659,31 @@ def test_workload_priority_classes_are_written_once(files):
 def test_rendering_twice_gives_the_same_bytes(examples, files):
     assert render_context(examples) == files
     assert set(TARGETS) == {"kubernetes", "kueue", "sagemaker"}
+
+
+def test_the_runtime_check_reads_the_kueue_objects_the_files_hold(examples, files):
+    ctx = dataclasses.replace(examples)   # a context of its own, nothing rendered yet
+    objects = kueue.cluster_objects(ctx)
+    assert render_all(ctx.config, ctx.plan, context=ctx) == files
+    in_files = all_objects(files, "kueue/")
+    assert len(objects) == len(in_files)
+    key = lambda o: (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", ""))  # noqa: E731
+    assert sorted(objects, key=key) == sorted((o for _, o in in_files), key=key)
+    assert all(a is b for a, b in zip(kueue.cluster_objects(ctx), objects, strict=True))   # rendered once
+
+
+def test_a_context_copied_for_another_plan_or_config_renders_afresh(examples, files):
+    """What a context renders once (Jobs, Kueue objects) is not carried into a
+    ``dataclasses.replace`` copy, where it would be stale."""
+    ctx = dataclasses.replace(examples)
+    assert render_all(ctx.config, ctx.plan, context=ctx) == files
+    moved = context_for(["examples"], REPO, {"prod-training/load_data": "prod-k8s-cpu"})
+    other = dataclasses.replace(ctx, plan=moved.plan)
+    assert render_all(ctx.config, moved.plan, context=other) == render_context(moved) != files
+    dropped = dataclasses.replace(ctx, policy_rules=tuple(q for q in ctx.policy_rules if q.name != "prod-k8s-cpu"))
+    names = {o["metadata"]["name"] for o in kueue.cluster_objects(dropped)}
+    assert "prod-k8s-cpu-burst" not in names
+    assert "prod-k8s-cpu-burst" in {o["metadata"]["name"] for o in kueue.cluster_objects(ctx)}
 
 
 def test_output_does_not_depend_on_hash_seed(files):

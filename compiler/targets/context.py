@@ -35,8 +35,9 @@ class TargetContext:
     policy_rules: tuple[PolicyRule, ...]
     version: str = __version__
     # what a target renders once per context and reads twice (the runtime check
-    # and the files read the same Jobs): key -> value
-    rendered: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    # and the files read the same Jobs and Kueue objects): key -> value; not an
+    # __init__ field, so a dataclasses.replace copy (another plan) starts empty
+    rendered: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def of(cls, config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None) -> TargetContext:

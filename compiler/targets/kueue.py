@@ -212,28 +212,33 @@ def render_priorities(ctx: TargetContext) -> tuple[list[dict], list[str]] | None
     return objects, sources
 
 
+KueueFile = tuple[str, list[dict], list[str]]   # path, objects, their source files
+
+
+def _files(ctx: TargetContext) -> list[KueueFile]:
+    """Every Kueue file's objects, pools first, rendered once per context: the
+    runtime check and the files read the same objects."""
+    found = ctx.rendered.get("kueue")
+    if found is None:
+        files: list[KueueFile] = []
+        for pool in ctx.pools:
+            rendered = render_pool(ctx, pool)
+            if rendered is not None:
+                files.append((f"kueue/{pool.name}.yaml", *rendered))
+        priorities = render_priorities(ctx)
+        if priorities is not None:
+            files.append(("kueue/priorities.yaml", *priorities))
+        found = ctx.rendered["kueue"] = files
+    return found  # type: ignore[return-value]
+
+
 def cluster_objects(ctx: TargetContext) -> list[dict]:
     """Every Kueue object apply writes, as the API objects (what a replay of the
     cluster reads: the same objects, not a second model of them)."""
-    objects: list[dict] = []
-    for pool in ctx.pools:
-        rendered = render_pool(ctx, pool)
-        if rendered is not None:
-            objects += rendered[0]
-    priorities = render_priorities(ctx)
-    if priorities is not None:
-        objects += priorities[0]
-    return objects
+    return [obj for _, objects, _ in _files(ctx) for obj in objects]
 
 
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kueue/<pool>.yaml`` per pool a Kubernetes component uses, and ``kueue/priorities.yaml``."""
-    files: dict[str, str] = {}
-    for pool in ctx.pools:
-        rendered = render_pool(ctx, pool)
-        if rendered is not None:
-            files[f"kueue/{pool.name}.yaml"] = dump_all(rendered[0], version=ctx.version, sources=rendered[1])
-    priorities = render_priorities(ctx)
-    if priorities is not None:
-        files["kueue/priorities.yaml"] = dump_all(priorities[0], version=ctx.version, sources=priorities[1])
+    files = {path: dump_all(objects, version=ctx.version, sources=sources) for path, objects, sources in _files(ctx)}
     return dict(sorted(files.items()))

@@ -85,6 +85,12 @@ def _text(value: Any) -> str:
                 _SCALARS.clear()
             found = _SCALARS[value] = scalar(value)
         return found
+    if value is True:   # every Job's suspend and backoffLimit: spared scalar's checks
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return str(value)
     if isinstance(value, dict):
         return "{}"
     if isinstance(value, list):
@@ -92,25 +98,50 @@ def _text(value: Any) -> str:
     return scalar(value)
 
 
+# Per indent, key -> its line head ``pad + key + ": "``: the same few keys open most
+# lines of every manifest; bounded like ``_SCALARS``.
+_HEADS: dict[str, dict[str, str]] = {}
+_NO_HEADS: dict[str, str] = {}
+
+
+def _head(pad: str, key: object) -> str:
+    """``pad + key + ": "``, remembered among the heads of ``pad``."""
+    if not isinstance(key, str):
+        raise TypeError("mapping keys must be strings")
+    heads = _HEADS.setdefault(pad, {})
+    if len(heads) >= _SCALARS_MAX:
+        heads.clear()
+    found = heads[key] = pad + _text(key) + ": "
+    return found
+
+
 def _write(value: dict[str, Any] | list[Any], pad: str, out: list[str]) -> None:
-    """Append the block lines of a mapping or sequence, each indented by ``pad``."""
+    """Append the block lines of a mapping or sequence, each indented by ``pad``.
+    A string, the most common scalar, is looked up in ``_SCALARS`` here rather
+    than through ``_text``: one call less per line."""
+    inner = pad + "  "
     if isinstance(value, dict):
+        heads = _HEADS.get(pad, _NO_HEADS)
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError("mapping keys must be strings")
-            if item and isinstance(item, (dict, list)):
-                out.append(pad + _text(key) + ":")
-                _write(item, pad + "  ", out)
+            head = heads.get(key) or _head(pad, key)
+            if type(item) is str:
+                out.append(head + (_SCALARS.get(item) or _text(item)))
+            elif item and isinstance(item, (dict, list)):
+                out.append(head[:-1])   # "key:" alone, the block follows
+                _write(item, inner, out)
             else:
-                out.append(pad + _text(key) + ": " + _text(item))
+                out.append(head + _text(item))
         return
+    dash = pad + "- "
     for item in value:
-        if item and isinstance(item, (dict, list)):
+        if type(item) is str:
+            out.append(dash + (_SCALARS.get(item) or _text(item)))
+        elif item and isinstance(item, (dict, list)):
             first = len(out)
-            _write(item, pad + "  ", out)
-            out[first] = pad + "- " + out[first][len(pad) + 2:]   # the item's first line moves up onto the dash
+            _write(item, inner, out)
+            out[first] = dash + out[first][len(inner):]   # the item's first line moves up onto the dash
         else:
-            out.append(pad + "- " + _text(item))
+            out.append(dash + _text(item))
 
 
 def dump_document(obj: dict[str, Any]) -> str:
