@@ -355,12 +355,16 @@ def _victim_dominance(b: _Built) -> None:
     Every lexicographic optimum obeys this: trading B for such an allocation frees
     at least as much for the same policy, leaves every count and admission as it is
     and raises the start-rank tier. So the cut removes no optimum, only search."""
+    same_policy: dict[str, list[int]] = {}
+    for gi, vc in enumerate(b.victims):
+        same_policy.setdefault(vc.policy.name, []).append(gi)
     for gi, lone in enumerate(b.victims):
         if len(lone.members) != 1:
             continue
         rank = lone.members[0].start_rank
-        for gj, big in enumerate(b.victims):
-            if gj == gi or big.policy.name != lone.policy.name:
+        for gj in same_policy[lone.policy.name]:
+            big = b.victims[gj]
+            if gj == gi:
                 continue
             if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()):
                 continue
@@ -457,8 +461,9 @@ def _answer(b: _Built, solver: cp_model.CpSolver) -> dict[int, int]:
     """The exact assignment of ``solver``'s solution. A solver kept from before the
     request dominance rows were added knows nothing of their literals (CP-SAT then
     reads out of range): those are derived from the counts instead."""
-    size = len(solver.response_proto.solution)
-    out = _exact_assignment(b, lambda var: solver.value(var) if var.index < size else 0)
+    solution = list(solver.response_proto.solution)     # read once: one list, not a call per variable
+    size = len(solution)
+    out = _exact_assignment(b, lambda var: solution[var.index] if var.index < size else 0)
     _derive(b, out)
     return out
 
@@ -515,11 +520,17 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
         _cap_rule(b.model, b, used, const, [(b.v[g], h) for g, h in victims],
                   const - sum(len(b.victims[g].members) * h for g, h in victims), bound, name)
 
+    at_pool: dict[str, list[tuple[int, int]]] = {}          # (class, policy) in class order
+    through: dict[str, list[tuple[int, int]]] = {}
+    for ci, cls in enumerate(b.classes):
+        for pi, q in enumerate(cls.policies):
+            at_pool.setdefault(q.pool, []).append((ci, pi))
+            through.setdefault(q.name, []).append((ci, pi))
+
     for pool in (problem.pool(name) for name in pools):
         for k in sorted(pool.capacity):
-            used = [(b.n[ci, pi], cls.demands[pi][k])
-                    for ci, cls in enumerate(b.classes) for pi, q in enumerate(cls.policies)
-                    if q.pool == pool.name and cls.demands[pi].get(k, 0) > 0]
+            used = [(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in at_pool.get(pool.name, [])
+                    if b.classes[ci].demands[pi].get(k, 0) > 0]
             rule(used, kept.pool.get((pool.name, k), 0),
                  freed(by_pool.get(pool.name, []), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
@@ -530,8 +541,7 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
         if found is None or q.pool not in inside:
             continue
         for k in sorted(found.capacity):
-            mine = [(ci, pi) for ci, cls in enumerate(b.classes) for pi, p in enumerate(cls.policies)
-                    if p.name == q.name and cls.demands[pi].get(k, 0) > 0]
+            mine = [(ci, pi) for ci, pi in through.get(q.name, []) if b.classes[ci].demands[pi].get(k, 0) > 0]
             terms = freed(by_policy.get(q.name, []), k)
             const = kept.policy.get((q.name, k), 0)
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
