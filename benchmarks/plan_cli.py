@@ -1,7 +1,8 @@
 """End-to-end `poolc plan --format json` at 1k-50k requests, both strategies, per stage.
 
     python benchmarks/plan_cli.py [--sizes 1000,5000,10000,20000,50000] [--seeds 1-5]
-                                  [--generators repertoire,any-shape] [--max-seeds-above 10000:1]
+                                  [--generators repertoire,any-shape] [--seeds-at 20000:2,50000:1]
+                                  [--repeat N]
 
 Each instance is the seeded platform of benchmarks/plan_scale.py (20 pools, 60
 policies, 500 running allocations) written out as YAML, the way a user's
@@ -18,6 +19,11 @@ each stage (measured in the child by wrapping the stage functions), the peak
 resident memory of the child, the solver status and gap, and the ratio of the
 run's wall time to the 1,000-request one (the "no instance slower than one ten
 times its size" check). Figures, never pass/fail.
+
+On a shared machine one run can be 10-20% slow throughout (every stage at
+once). ``--repeat N`` runs each command N times in a row and prints the run
+of median CPU time, with every run's CPU seconds under it; the N plans must
+be byte-identical, and a line says so when they are not.
 """
 
 from __future__ import annotations
@@ -198,6 +204,14 @@ def run_plan(directory: Path, strategy: str, out_json: Path) -> dict:
             "sha": hashlib.sha256(data).hexdigest()[:12]}
 
 
+def median_run(directory: Path, strategy: str, out_json: Path, repeat: int) -> dict:
+    """``run_plan`` ``repeat`` times: the run of median CPU time, with every run's CPU
+    seconds (``cpus``) and whether the plans were byte-identical (``identical``)."""
+    runs = [run_plan(directory, strategy, out_json) for _ in range(max(1, repeat))]
+    middle = sorted(runs, key=lambda r: r["cpu"])[(len(runs) - 1) // 2]
+    return {**middle, "cpus": [r["cpu"] for r in runs], "identical": len({r["sha"] for r in runs}) == 1}
+
+
 def _bytecode_env() -> dict[str, str]:
     """The environment of every child: Python's bytecode cache on, as an installed poolc
     runs (installers compile it). Without it (``PYTHONDONTWRITEBYTECODE`` set, as on some
@@ -226,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="fewer seeds at large sizes: size:count,... (a size gets the cap of the largest "
                          "listed size <= it)")
     ap.add_argument("--keep", type=Path, help="write the instances here (else a temporary directory)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each command N times and print the run of median CPU time")
     args = ap.parse_args(argv)
     if args.keep:
         run_all(args, args.keep)
@@ -258,7 +274,7 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
                 if not (directory / "platform.yaml").exists():
                     write_instance(problem, directory)
                 for strategy in args.strategies.split(","):
-                    r = run_plan(directory, strategy, work / f"{gen}-{size}-{seed}-{strategy}.json")
+                    r = median_run(directory, strategy, work / f"{gen}-{size}-{seed}-{strategy}.json", args.repeat)
                     results.append({**r, "generator": gen, "size": size, "seed": seed, "strategy": strategy})
                     if size == sizes[0]:
                         base[gen, strategy, seed] = r["wall"]
@@ -269,6 +285,10 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
                     print(f"{gen:<10} {size:>6} {seed:>4} {classes:>7} {strategy:<8} {r['status']:<8} "
                           f"{r['gap']:5.2f} {r['wall']:6.2f} {r['cpu']:6.2f} {r['rss_mb']:5.0f} {ratio} | {wall}\n"
                           f"{'':>78}cpu | {cpu}", flush=True)
+                    if args.repeat > 1:
+                        print(f"{'':>10} cpu of {args.repeat} runs: "
+                              + " ".join(f"{c:.2f}" for c in r["cpus"])
+                              + ("" if r["identical"] else "  PLANS DIFFER BETWEEN RUNS"), flush=True)
     print("\nstages (s, inside the child): import = start-up and imports; load = YAML; schema = documents "
           "to models; checks = semantic checks and step requests; problem = Problem from the config; "
           "solve = the strategy; assemble = plan and explanations; digest = inputs digest; "
