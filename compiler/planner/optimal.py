@@ -363,9 +363,9 @@ def _victim_dominance(b: _Built) -> None:
             continue
         rank = lone.members[0].start_rank
         for gj in same_policy[lone.policy.name]:
-            big = b.victims[gj]
             if gj == gi:
                 continue
+            big = b.victims[gj]
             if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()):
                 continue
             later = sum(1 for a in big.members if a.start_rank > rank)
