@@ -827,3 +827,24 @@ def test_an_answer_from_before_the_dominance_rows_gets_their_literals_from_its_c
         assert again.solve(b.model) == optimal.cp_model.OPTIMAL      # a valid hint, a valid model
         return
     pytest.fail("no crowded platform with request dominance rows")
+
+
+def test_a_large_part_gives_the_fifo_retry_longer_before_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no time for the first FIFO attempt, a small part's presolve retry gets
+    FIFO_PLAIN (here none, so the request dominance rows are added), a large part's
+    FIFO_PLAIN_LARGE (here the whole share, so they never are); either way every
+    tier is the brute force's."""
+    from compiler.planner import optimal
+
+    monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
+    monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)
+    monkeypatch.setattr(optimal, "FIFO_PLAIN_LARGE", 1e9)
+    rows = count_calls(monkeypatch, optimal, "_request_dominance")
+    for seed in range(30):
+        check_against_bruteforce(random_contention_problem(seed))
+    small = rows[0]
+    monkeypatch.setattr(optimal, "FIFO_PLAIN_FROM", 0)
+    for seed in range(30):
+        check_against_bruteforce(random_contention_problem(seed))
+    assert small >= 10
+    assert rows[0] == small
