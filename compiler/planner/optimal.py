@@ -800,7 +800,7 @@ def _solve_tiers(b: _Built, budget: _Budget, progress: Progress | None, st: _Par
                     floor, vfloor = min(floor, after.floor), min(vfloor, after.vfloor)   # exact for both
                 model, assignment = _restricted(b, floor, vfloor, assignment)
             else:
-                if weight and i == b.count_tiers + 2 and sum(len(c.members) for c in b.classes) >= POLISH_FROM:
+                if weight and i == b.count_tiers + 2 and _requests(b) >= POLISH_FROM:
                     assignment = _polished(b, tier, objective, assignment, budget, min(left, RANK_POLISH))
                 _hint(b, assignment)
             fifo = i == b.count_tiers + 1
@@ -866,8 +866,7 @@ def _solve_tiers(b: _Built, budget: _Budget, progress: Progress | None, st: _Par
         value = tier.value(vals)
         bounds.append(bound if tier.terms else value)
         if tier.terms:
-            st.rows[i] = len(b.model.proto.constraints)
-            b.model.add(expr >= value if tier.maximize else expr <= value)
+            _fix(b, st, i, expr, value)
         if DROP_CUTS and i == b.count_tiers + 1:
             for row in b.cut_rows + b.link_rows:                # the rows, and what defines their literals
                 _clear_row(b.model, row)
@@ -878,6 +877,18 @@ def _solve_tiers(b: _Built, budget: _Budget, progress: Progress | None, st: _Par
     # then, and a later solve may still have improved it.
     st.assignment, st.vals = assignment, vals
     st.values = [tier.value(vals) for tier in b.tiers]
+
+
+def _fix(b: _Built, st: _PartResult, i: int, expr: cp_model.LinearExpr, value: int) -> None:
+    """Hold tier ``i`` (1-based) at ``value`` from now on, remembering the row
+    (`_reopen` clears the rows of the tiers after the one it reopens)."""
+    st.rows[i] = len(b.model.proto.constraints)
+    b.model.add(expr >= value if b.tiers[i - 1].maximize else expr <= value)
+
+
+def _requests(b: _Built) -> int:
+    """How many pending requests the part holds (what its size thresholds count)."""
+    return sum(len(c.members) for c in b.classes)
 
 
 def _tier_line(b: _Built, label: str, i: int, outcome: str, budget: _Budget) -> str:
@@ -950,8 +961,7 @@ def _reopen(b: _Built, budget: _Budget, progress: Progress | None, st: _PartResu
         if j >= k:
             _clear_row(b.model, row)
     st.rows = {j: row for j, row in st.rows.items() if j < k}
-    st.rows[k] = len(b.model.proto.constraints)
-    b.model.add(expr >= value if tier.maximize else expr <= value)
+    _fix(b, st, k, expr, value)
     st.assignment, st.vals = answer, vals
     st.bounds[k - 1:] = [bound]
     st.solved_with = {j for j in st.solved_with if j <= k}
@@ -967,7 +977,7 @@ def _fifo_plain(b: _Built) -> float:
     retry proves FIFO in 3.4 deterministic s and the rows attempt took 8.3 after
     a retry of 2), so a large part gives the retry longer; at 1,000 requests the
     rows are what prove the hard seeds, and they come after FIFO_PLAIN."""
-    return FIFO_PLAIN_LARGE if sum(len(c.members) for c in b.classes) >= FIFO_PLAIN_FROM else FIFO_PLAIN
+    return FIFO_PLAIN_LARGE if _requests(b) >= FIFO_PLAIN_FROM else FIFO_PLAIN
 
 
 def _kind(b: _Built, i: int) -> str:
