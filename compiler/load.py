@@ -529,8 +529,9 @@ class PositionCache:
         self.spans = 0
 
     def remember(self, positions: _Positions, spans: int) -> None:
+        """``positions`` now holds ``spans`` spans in all (one document more, or the whole file)."""
+        self.spans += spans - self.tables.pop(positions, 0)
         self.tables[positions] = spans
-        self.spans += spans
         while self.spans > self.max_spans and len(self.tables) > 1:
             oldest = next(iter(self.tables))
             self.spans -= self.tables.pop(oldest)
@@ -544,12 +545,64 @@ class _Positions:
     def __init__(self, file: str, text: str, cache: PositionCache):
         self.file, self.text, self.cache = file, text, cache
         self.found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None = None
+        self.whole = False                               # ``found`` holds every document of the file
+        self.held = 0                                    # spans in ``found``
+        self.lines: dict[int, tuple[int, int]] = {}      # document -> its root node's lines, [first, end)
+        self._starts: list[int] | None = None            # offset of each line, when a slice is cut
+
+    def note(self, index: int, node: Any) -> None:
+        """Remember the lines of document ``index``'s root node (at the first load), so
+        that its positions can be read from those lines alone (`_one`)."""
+        end = node.end_mark
+        self.lines[index] = (node.start_mark.line, end.line + (1 if end.column else 0))
 
     def of(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]]:
         if self.found is None:
-            self.found = self._compose()
-            self.cache.remember(self, sum(len(keys) + len(values) for _, keys, values in self.found.values()))
-        return self.found[index]
+            self.found, self.whole, self.held = {}, False, 0
+        if index in self.found:
+            return self.found[index]
+        one = self._one(index) if len(self.lines) > 1 and not self.whole else None
+        if one is None:
+            self.found, self.whole = self._compose(), True
+            self.held = sum(len(keys) + len(values) for _, keys, values in self.found.values())
+            self.cache.remember(self, self.held)
+            return self.found[index]
+        self.found[index] = one
+        self.held += len(one[1]) + len(one[2])
+        self.cache.remember(self, self.held)
+        return one
+
+    def _one(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]] | None:
+        """The positions of one document of a multi-document file, read from its own
+        lines (a file of 500 Allocations with warnings on 60 reads 60 short texts,
+        not the whole file each time it is asked). None, and the whole file is read
+        instead, when that could place anything differently: a line break other than
+        LF, or a slice that does not give back the document's root where the first
+        load found it."""
+        first, end = self.lines[index]
+        if self._starts is None:
+            if any(c in self.text for c in "\r\x85\u2028\u2029"):
+                return None
+            starts = [0]
+            at = self.text.find("\n")
+            while at >= 0:
+                starts.append(at + 1)
+                at = self.text.find("\n", at + 1)
+            self._starts = starts
+        starts = self._starts
+        if end > len(starts):
+            return None
+        cut = self.text[starts[first]:starts[end] if end < len(starts) else len(self.text)]
+        try:
+            found = _event_positions(cut)
+        except (YAMLError, RecursionError, ValueError):
+            return None
+        if found is None or list(found) != [0]:
+            return None
+        root, keys, values = found[0]
+        if root[0] != 1:
+            return None
+        return _moved(root, first), _moved_all(keys, first), _moved_all(values, first)
 
     def data(self, index: int) -> Any:
         """Document ``index`` of the file as plain data again (the same builder as the first load)."""
@@ -579,6 +632,14 @@ class _Positions:
         except (YAMLError, RecursionError, ValueError):
             pass     # after the documents loaded: the first load reported it
         return found
+
+
+def _moved(span: Span, lines: int) -> Span:
+    return (span[0] + lines, span[1], span[2] + lines, span[3])
+
+
+def _moved_all(spans: dict[Path_, Span], lines: int) -> dict[Path_, Span]:
+    return {path: (a + lines, b, c + lines, e) for path, (a, b, c, e) in spans.items()}
 
 
 MAX_CACHED_SPANS = 250_000
@@ -701,6 +762,7 @@ def load_text(file: str, text: str, max_documents: int | None = None,
             _tally(counts, "documents")
             if lazy is None:
                 lazy = _Positions(file, text, cache if cache is not None else PositionCache())
+            lazy.note(index, node)
             try:
                 doc = Document(file, index, _Builder(record=False).build(node, (), 0), _span(node), lazy=lazy)
             except _Reject as reject:

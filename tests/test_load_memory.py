@@ -169,3 +169,43 @@ def test_positions_from_events_are_the_builders(text, monkeypatch):
 ])
 def test_positions_from_events_leave_aliases_tags_and_merges_to_the_builder(text):
     assert load._event_positions(text) is None
+
+
+def _doc(kind: str, body: str) -> str:
+    return f"apiVersion: poolc/v1\nkind: {kind}\nmetadata: {{name: n}}\nspec:\n{body}"
+
+
+MULTI_DOCUMENT_CASES = [
+    "---\n".join(_doc("Allocation", f"  pool: p{i}\n  holds: {{gpu: {i}}}\n") for i in range(4)),
+    # comments between documents, a foreign one, an explicit end, a block scalar last
+    _doc("Stack", "  a: 1\n") + "# between\n---\n# before\nkind: ConfigMap\n---\n"
+    + _doc("Pipeline", "  steps:\n    - name: s\n      text: |\n        kept\n\n") + "...\n---\n"
+    + _doc("Policy", "  note: >-\n    folded\n    end\n"),
+    # a document on its marker's line, flow collections over several lines, no final newline
+    "--- {apiVersion: poolc/v1, kind: Stack,\n  spec: {x: 1}}\n---\n  apiVersion: poolc/v1\n  kind: Policy\n"
+    "  spec:\n    r: [1,\n      2]\n    x: y",
+    # CRLF: the whole file is read instead, the same positions
+    _doc("Stack", "  a: 1\r\n").replace("\n", "\r\n") + "---\r\n" + _doc("Stack", "  b: 2\n").replace("\n", "\r\n"),
+]
+
+
+@pytest.mark.parametrize("text", MULTI_DOCUMENT_CASES)
+def test_positions_of_one_document_are_those_of_the_whole_file(text):
+    """A multi-document file answers for one document from its own lines: every span
+    of every document is where reading the whole file puts it."""
+    documents, problems = load_text("f.yaml", text, cache=PositionCache())
+    assert len(documents) >= 2 and not problems
+    whole = load._Positions("f.yaml", text, PositionCache())._compose()
+    for doc in reversed(documents):      # one by one, the last first
+        start, keys, values = doc._lazy.of(doc.index)
+        assert (start, keys, values) == whole[doc.index]
+        assert doc._lazy.whole == ("\r" in text)      # read alone, unless the line breaks forbid it
+
+
+def test_one_document_of_many_is_read_alone(monkeypatch):
+    text = "---\n".join(_doc("Allocation", f"  pool: p{i}\n") for i in range(50))
+    documents, _ = load_text("running.yaml", text, cache=PositionCache())
+    monkeypatch.setattr(load._Positions, "_compose", lambda self: pytest.fail("read the whole file"))
+    line = 30 * 6 + 5      # six lines a document, "---" included
+    assert documents[30].span(("spec", "pool")) == (line, 9, line, 12)
+    assert set(documents[30]._lazy.found) == {30}
