@@ -547,13 +547,15 @@ class _Positions:
         self.found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None = None
         self.whole = False                               # ``found`` holds every document of the file
         self.held = 0                                    # spans in ``found``
-        self.lines: dict[int, tuple[int, int]] = {}      # document -> its root node's lines, [first, end)
+        # document -> its root node's lines, [first, end); None for a file of one document
+        self.lines: dict[int, tuple[int, int]] | None = {}
         self._starts: list[int] | None = None            # offset of each line, when a slice is cut
 
     def note(self, index: int, node: Any) -> None:
         """Remember the lines of document ``index``'s root node (at the first load), so
         that its positions can be read from those lines alone (`_one`)."""
         end = node.end_mark
+        assert self.lines is not None
         self.lines[index] = (node.start_mark.line, end.line + (1 if end.column else 0))
 
     def of(self, index: int) -> tuple[Span, dict[Path_, Span], dict[Path_, Span]]:
@@ -561,7 +563,7 @@ class _Positions:
             self.found, self.whole, self.held = {}, False, 0
         if index in self.found:
             return self.found[index]
-        one = self._one(index) if len(self.lines) > 1 and not self.whole else None
+        one = self._one(index) if self.lines and len(self.lines) > 1 and not self.whole else None
         if one is None:
             self.found, self.whole = self._compose(), True
             self.held = sum(len(keys) + len(values) for _, keys, values in self.found.values())
@@ -579,6 +581,7 @@ class _Positions:
         instead, when that could place anything differently: a line break other than
         LF, or a slice that does not give back the document's root where the first
         load found it."""
+        assert self.lines is not None
         first, end = self.lines[index]
         if self._starts is None:
             if any(c in self.text for c in "\r\x85\u2028\u2029"):
@@ -794,6 +797,8 @@ def load_text(file: str, text: str, max_documents: int | None = None,
         if not ours:
             return [], []
         problems.append(_error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0]))
+    if lazy is not None and lazy.lines is not None and len(lazy.lines) < 2:
+        lazy.lines = None     # a file of one document is read whole anyway: 20,000 small tables less
     return documents, problems
 
 

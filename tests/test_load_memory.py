@@ -209,3 +209,10 @@ def test_one_document_of_many_is_read_alone(monkeypatch):
     line = 30 * 6 + 5      # six lines a document, "---" included
     assert documents[30].span(("spec", "pool")) == (line, 9, line, 12)
     assert set(documents[30]._lazy.found) == {30}
+
+
+def test_a_file_of_one_document_keeps_no_line_table():
+    """Most files hold one document, read whole when asked: 20,000 of them keep no table."""
+    (single,), _ = load_text("one.yaml", _doc("Stack", "  a: 1\n"), cache=PositionCache())
+    assert single._lazy.lines is None
+    assert single.span(("spec", "a")) == (5, 6, 5, 7)
