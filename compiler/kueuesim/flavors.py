@@ -166,16 +166,17 @@ class FlavorAssigner:
         )
         # the borrowing level is read only when the cheaper tests do not settle it (the oracle
         # works it out again after its own search)
-        if (quota.nominal >= value or self._can_preempt_while_borrowing()
-                or lowest_fitting_subtree(node, fr, value)[1]):
-            possibility, borrow_after = self.oracle(fr, value)
-            if possibility == NO_CANDIDATES:
-                return _G_NOCAND, borrow_after, short + "; no workload can be preempted to make room"
-            return (_G_PREEMPT if possibility == PREEMPT else _G_RECLAIM), borrow_after, short
-        return _G_NOFIT, lowest_fitting_subtree(node, fr, value)[0], (
-            short + f"; ClusterQueue '{self.spec.name}' cannot preempt: the request exceeds its nominal "
-            f"quota ({format_amount(res, quota.nominal)}) and borrowWithinCohort is not enabled"
-        )
+        if quota.nominal < value and not self._can_preempt_while_borrowing():
+            borrow, may_reclaim = lowest_fitting_subtree(node, fr, value)
+            if not may_reclaim:
+                return _G_NOFIT, borrow, (
+                    short + f"; ClusterQueue '{self.spec.name}' cannot preempt: the request exceeds its nominal "
+                    f"quota ({format_amount(res, quota.nominal)}) and borrowWithinCohort is not enabled"
+                )
+        possibility, borrow_after = self.oracle(fr, value)
+        if possibility == NO_CANDIDATES:
+            return _G_NOCAND, borrow_after, short + "; no workload can be preempted to make room"
+        return (_G_PREEMPT if possibility == PREEMPT else _G_RECLAIM), borrow_after, short
 
     def assign(self, start: Mapping[int, int]) -> Assignment:
         out = Assignment()
