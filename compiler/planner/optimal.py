@@ -228,6 +228,8 @@ class _Built:
     tiers: list[_Tier] = field(default_factory=list)
     reach: dict[int, int] = field(default_factory=dict)                       # class -> most it can admit
     reach_via: dict[tuple[int, int], int] = field(default_factory=dict)       # (class, policy idx) -> same
+    through: dict[str, list[tuple[int, int]]] = field(default_factory=dict)   # policy -> its (class, policy idx)
+    victims_of: dict[str, list[int]] = field(default_factory=dict)           # policy -> its victim classes
     count_tiers: int = 0                                                      # |Z|, admissions, victims
     used: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)    # (class, policy) -> n >= 1
     atleast: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)  # (class, k) -> t >= k + 1
@@ -341,6 +343,10 @@ def _build(problem: Problem, classes: list[_Class], victims: list[_VictimClass],
     for gi, vc in enumerate(victims):
         b.v[gi] = model.new_int_var(0, len(vc.members), f"v_{gi}")
     b.all_vars += list(b.n.values()) + list(b.z.values()) + list(b.v.values())
+    for ci, pi in b.n:                           # in class order: the rows come out the same
+        b.through.setdefault(classes[ci].policies[pi].name, []).append((ci, pi))
+    for gi, vc in enumerate(victims):
+        b.victims_of.setdefault(vc.policy.name, []).append(gi)
 
     _hard_rules(problem, b, pools)
     _victim_dominance(b)
@@ -357,14 +363,11 @@ def _victim_dominance(b: _Built) -> None:
     Every lexicographic optimum obeys this: trading B for such an allocation frees
     at least as much for the same policy, leaves every count and admission as it is
     and raises the start-rank tier. So the cut removes no optimum, only search."""
-    same_policy: dict[str, list[int]] = {}
-    for gi, vc in enumerate(b.victims):
-        same_policy.setdefault(vc.policy.name, []).append(gi)
     for gi, lone in enumerate(b.victims):
         if len(lone.members) != 1:
             continue
         rank = lone.members[0].start_rank
-        for gj in same_policy[lone.policy.name]:
+        for gj in b.victims_of[lone.policy.name]:
             if gj == gi:
                 continue
             big = b.victims[gj]
@@ -407,9 +410,6 @@ def _request_dominance(b: _Built) -> None:
     Since c is nondecreasing in k, t_A <= k implies t_B <= c(k): one row per
     distinct c(k) < what B can reach, at the largest such k, enforced by
     ``n_Bq >= 1`` and ``t_A <= k`` (always true when k >= what A can reach)."""
-    by_policy: dict[str, list[tuple[int, int]]] = {}
-    for ci, pi in sorted(b.n):
-        by_policy.setdefault(b.classes[ci].policies[pi].name, []).append((ci, pi))
     model = b.model
     b.used.clear()       # an earlier call's literals lost their definitions with its rows
     b.atleast.clear()    # (a FIFO solved again after a reopen): each call defines its own
@@ -438,8 +438,8 @@ def _request_dominance(b: _Built) -> None:
         return b.atleast[ci, k]
 
     ranks = [[r.rank for r in cls.members] for cls in b.classes]
-    for name in sorted(by_policy):
-        here = by_policy[name]
+    for name in sorted(b.through):
+        here = b.through[name]
         for ca, pa in here:
             A = b.classes[ca]
             for cb, pb in here:
@@ -509,10 +509,8 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
     kept = _kept(problem, set(pools))
 
     by_pool: dict[str, list[int]] = {}
-    by_policy: dict[str, list[int]] = {}
     for gi, vc in enumerate(b.victims):          # in class order: the rows come out the same
         by_pool.setdefault(vc.policy.pool, []).append(gi)
-        by_policy.setdefault(vc.policy.name, []).append(gi)
 
     def freed(classes: list[int], k: str) -> list[tuple[int, int]]:
         """(victim class, units of k each member frees) for those of ``classes`` holding k."""
@@ -523,11 +521,8 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
                   const - sum(len(b.victims[g].members) * h for g, h in victims), bound, name)
 
     at_pool: dict[str, list[tuple[int, int]]] = {}          # (class, policy) in class order
-    through: dict[str, list[tuple[int, int]]] = {}
-    for ci, cls in enumerate(b.classes):
-        for pi, q in enumerate(cls.policies):
-            at_pool.setdefault(q.pool, []).append((ci, pi))
-            through.setdefault(q.name, []).append((ci, pi))
+    for ci, pi in b.n:
+        at_pool.setdefault(b.classes[ci].policies[pi].pool, []).append((ci, pi))
 
     for pool in (problem.pool(name) for name in pools):
         for k in sorted(pool.capacity):
@@ -543,8 +538,8 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
         if found is None or q.pool not in inside:
             continue
         for k in sorted(found.capacity):
-            mine = [(ci, pi) for ci, pi in through.get(q.name, []) if b.classes[ci].demands[pi].get(k, 0) > 0]
-            terms = freed(by_policy.get(q.name, []), k)
+            mine = [(ci, pi) for ci, pi in b.through.get(q.name, []) if b.classes[ci].demands[pi].get(k, 0) > 0]
+            terms = freed(b.victims_of.get(q.name, []), k)
             const = kept.policy.get((q.name, k), 0)
             rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
                  q.limit.get(k, found.capacity[k]), f"lim_{q.name}_{k}")
