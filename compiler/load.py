@@ -547,7 +547,7 @@ class _Positions:
         self.found: dict[int, tuple[Span, dict[Path_, Span], dict[Path_, Span]]] | None = None
         self.whole = False                               # ``found`` holds every document of the file
         self.held = 0                                    # spans in ``found``
-        # document -> its root node's lines, [first, end); None for a file of one document
+        # document -> its root node's lines, [first, end); None (load_text's end) for a file of one document
         self.lines: dict[int, tuple[int, int]] | None = {}
         self._starts: list[int] | None = None            # offset of each line, when a slice is cut
 
@@ -563,7 +563,7 @@ class _Positions:
             self.found, self.whole, self.held = {}, False, 0
         if index in self.found:
             return self.found[index]
-        one = self._one(index) if self.lines and len(self.lines) > 1 and not self.whole else None
+        one = self._one(index) if self.lines is not None and not self.whole else None
         if one is None:
             self.found, self.whole = self._compose(), True
             self.held = sum(len(keys) + len(values) for _, keys, values in self.found.values())
