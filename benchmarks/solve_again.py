@@ -10,8 +10,9 @@ plan_scale instance, keeps a copy of the ``--attempt``-th solve of ``--kind`` (o
 of `optimal.TUNING`'s kinds: count, fifo, rank, preference; 1-based, in the
 order the planner solves, every part), and solves that copy once per variant.
 
-A variant is ``name=value;name=value`` with JSON values, set on the captured
-solve's CP-SAT parameters; the empty variant is the solve as the planner ran it.
+A variant is ``name=value;name=value``, set on the captured solve's CP-SAT
+parameters (values read as `solve_cost.py` reads them: an enum by its name,
+true/false, a number); the empty variant is the solve as the planner ran it.
 Every variant gets ``--limit`` deterministic seconds, so it runs to its proof
 unless it is far slower. Printed per variant: CPU seconds, deterministic
 seconds, status, branches, value and bound. At `any-shape` 50,000, seed 1, the
@@ -22,7 +23,6 @@ rank-kind solves are the polished hint (1), the start-rank fold without presolve
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from plan_scale import make_problem  # noqa: E402
+from solve_cost import parameter_value  # noqa: E402
 
 from compiler.planner import cpsat, optimal  # noqa: E402
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--any-shape", action="store_true")
     ap.add_argument("--kind", choices=sorted(optimal.TUNING), default="rank")
     ap.add_argument("--attempt", type=int, default=1, help="the Nth solve of that kind (1-based)")
-    ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON;...",
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE;...",
                     help="CP-SAT parameters on top of the captured ones; '' is the solve as it ran")
     ap.add_argument("--limit", type=float, default=60.0, help="deterministic seconds for every variant")
     args = ap.parse_args(argv)
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         solver.parameters.max_deterministic_time = args.limit
         for setting in filter(None, variant.split(";")):
             name, _, value = setting.partition("=")
-            setattr(solver.parameters, name.strip(), json.loads(value))
+            setattr(solver.parameters, name.strip(), parameter_value(name.strip(), value.strip()))
         start = time.process_time()
         status = solver.solve(model)
         cpu = time.process_time() - start

@@ -56,13 +56,18 @@ def parse_instances(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def _value(param: str, text: str) -> object:
+def parameter_value(param: str, text: str) -> object:
+    """``text`` as the value of CP-SAT parameter ``param``: an enum by its name, a bool
+    from true/false (1/0, yes/no, on/off), else a number or a string."""
     fields = sat_parameters_pb2.SatParameters.DESCRIPTOR.fields_by_name
     if param not in fields:
         raise SystemExit(f"no CP-SAT parameter {param!r}")
     fd = fields[param]
     if fd.enum_type is not None:
-        return fd.enum_type.values_by_name[text].number
+        number = fd.enum_type.values_by_name[text].number
+        current = getattr(optimal.cp_model.CpSolver().parameters, param)
+        # OR-Tools' C++ parameters take the enum member itself, the protobuf message its number
+        return number if isinstance(current, int) else type(current)(number)
     if fd.type == fd.TYPE_BOOL:
         return text.lower() in ("1", "true", "yes", "on")
     if fd.type in (fd.TYPE_DOUBLE, fd.TYPE_FLOAT):
@@ -84,7 +89,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, dict[str, object]]]:
         for k in kinds:
             if k not in tuning:
                 raise SystemExit(f"unknown kind {k!r} (one of {', '.join(KINDS)})")
-            tuning[k][param] = _value(param, raw)
+            tuning[k][param] = parameter_value(param, raw)
     return name, tuning
 
 
