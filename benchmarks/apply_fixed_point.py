@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_pipelines import generate  # noqa: E402
 
-POOLC = [sys.executable, "-m", "compiler"]
+POOLC = [sys.executable, "-m", "poolc"]
 
 
 def run(label: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

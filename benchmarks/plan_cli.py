@@ -44,10 +44,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from plan_scale import make_problem, seed_range  # noqa: E402
 
-from compiler.domain.problem import Problem, Request  # noqa: E402
+from poolc.domain.problem import Problem, Request  # noqa: E402
 
 STEPS_PER_PIPELINE = 20
-# Runs in the child: wraps the stages of compiler.plan.plan_paths with timers and
+# Runs in the child: wraps the stages of poolc.plan.plan_paths with timers and
 # writes {stage: seconds} to $POOLC_BENCH_STAGES when the process exits.
 CHILD = r"""
 import atexit, json, os, sys, time
@@ -63,23 +63,23 @@ def timed(module, name, label):
             stages[label] = stages.get(label, 0.0) + time.perf_counter() - t
             cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
     setattr(module, name, wrapper)
-import compiler.plan as P
-import compiler.domain.plan as DP
-import compiler.load as L
-import compiler.config as C
-import compiler.checks as K
+import poolc.plan as P
+import poolc.domain.plan as DP
+import poolc.load as L
+import poolc.config as C
+import poolc.checks as K
 stages["import"], cpu["import"] = time.perf_counter() - t_start, time.process_time() - c_start
 timed(L, "load_paths", "load")
-timed(sys.modules["compiler.validate"], "load_paths", "load")
+timed(sys.modules["poolc.validate"], "load_paths", "load")
 timed(C.ConfigBuilder, "add", "schema")   # validate builds models file by file, inside load_paths
-timed(sys.modules["compiler.validate"], "run_checks", "checks")
+timed(sys.modules["poolc.validate"], "run_checks", "checks")
 timed(P, "problem_from_config", "problem")
 timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
 timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
 timed(P, "_what_changes", "changes")   # rendering the target files and diffing them
-import compiler.runtime as RT
+import poolc.runtime as RT
 timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
 timed(DP, "to_json", "json")   # the CLI imports it at call time
 original = P.load_strategy
@@ -106,7 +106,7 @@ def dump():
     with open(os.environ["POOLC_BENCH_STAGES"], "w") as out:
         json.dump({"wall": stages, "cpu": cpu, "peak_mb": peak}, out)
 atexit.register(dump)
-from compiler.cli import run   # the installed `poolc` entry point
+from poolc.cli import run   # the installed `poolc` entry point
 sys.argv = ["poolc", *sys.argv[1:]]
 run()
 """
@@ -226,7 +226,7 @@ def _bytecode_env() -> dict[str, str]:
 
 def _compile_once() -> None:
     """Fill the bytecode cache before the first timed child."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "compiler")], env=_bytecode_env(),
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "poolc")], env=_bytecode_env(),
                    check=True, stdout=subprocess.DEVNULL)
 
 

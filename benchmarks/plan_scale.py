@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks  # noqa: E402
-from compiler.planner import optimal, zenml  # noqa: E402
-from compiler.planner.solution import Solution  # noqa: E402
+from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks  # noqa: E402
+from poolc.planner import optimal, zenml  # noqa: E402
+from poolc.planner.solution import Solution  # noqa: E402
 
 PRIORITIES = (0, 10, 50, 100)
 T0 = datetime(2024, 6, 1, tzinfo=UTC)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_pipelines import generate  # noqa: E402
 
-from compiler.plan import plan_paths  # noqa: E402
+from poolc.plan import plan_paths  # noqa: E402
 
 
 def timed(label: str, **kwargs: object) -> tuple[float, float, object]:
@@ -45,8 +45,8 @@ def timed(label: str, **kwargs: object) -> tuple[float, float, object]:
 
 def replay_only(directory: Path, strategy: str, repeat: int) -> None:
     """Plan ``directory`` once, keep the runtime check's replay inputs, and time the replay alone."""
-    from compiler.cli import GC_YOUNG_THRESHOLD
-    from compiler.planner import kueue as replaying
+    from poolc.cli import GC_YOUNG_THRESHOLD
+    from poolc.planner import kueue as replaying
 
     gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)  # as `poolc plan` runs
     captured: list[tuple[tuple, dict]] = []

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plan_scale import make_problem  # noqa: E402
 from solve_cost import parameter_value  # noqa: E402
 
-from compiler.planner import cpsat, optimal  # noqa: E402
+from poolc.planner import cpsat, optimal  # noqa: E402
 
 
 def capture(problem: Any, wanted: str, attempt: int) -> tuple[Any, Any] | None:

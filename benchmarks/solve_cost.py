@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from ortools.sat import sat_parameters_pb2  # noqa: E402
 from plan_scale import make_problem, seed_range  # noqa: E402
 
-from compiler.planner import optimal  # noqa: E402
+from poolc.planner import optimal  # noqa: E402
 
 DEFAULT_INSTANCES = "rep:1000:1-5,rep:5000:1+5,rep:10000:1-5,any:1000:1"
 KINDS = tuple(optimal.TUNING)

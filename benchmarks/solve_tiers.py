@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from plan_scale import make_problem, seed_range  # noqa: E402
 
-from compiler.planner import optimal  # noqa: E402
+from poolc.planner import optimal  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -78,7 +78,7 @@ def importtime(argv: list[str], top: int = 10) -> str:
     """Import cost of one run, as self time summed per top-level package, plus the
     compiler's own modules (python -X importtime: 'self | cumulative | name', microseconds)."""
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                           "import sys; from compiler.cli import main; sys.argv = ['poolc', *sys.argv[1:]]; main()",
+                           "import sys; from poolc.cli import main; sys.argv = ['poolc', *sys.argv[1:]]; main()",
                            *argv], capture_output=True, text=True, cwd=REPO)
     by_package: Counter = Counter()
     ours: Counter = Counter()
@@ -88,7 +88,7 @@ def importtime(argv: list[str], top: int = 10) -> str:
             continue
         name, own = parts[2].strip(), int(parts[0])
         by_package[name.split(".")[0]] += own
-        if name.startswith("compiler"):
+        if name.startswith("poolc"):
             ours[name] += own
     out = [f"  all imports: {sum(by_package.values()) / 1e6:.3f} s (self time; -X importtime adds overhead)"]
     out += [f"    {own / 1e6:7.3f} s  {name}" for name, own in by_package.most_common(top)]
@@ -99,9 +99,9 @@ def importtime(argv: list[str], top: int = 10) -> str:
 
 def phases(paths: list[str], top: int = 14) -> str:
     """The stages of validate_paths timed in-process, then cProfile's top functions by own time."""
-    from compiler.checks import Context, run_checks
-    from compiler.config import ConfigBuilder
-    from compiler.load import load_paths
+    from poolc.checks import Context, run_checks
+    from poolc.config import ConfigBuilder
+    from poolc.load import load_paths
 
     # validate reads and validates file by file (load_paths' sink); here the two are
     # timed apart by summing the time spent inside the sink

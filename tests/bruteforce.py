@@ -2,7 +2,7 @@
 
 It shares only the data types with the planner: eligibility, borrowed parts,
 the hard rules H1-H5, the in-share set and the objective vector are written
-again here from docs/planning.md, so a misreading in `compiler.planner.optimal`
+again here from docs/planning.md, so a misreading in `poolc.planner.optimal`
 shows up as a disagreement instead of being copied. Everything is enumerated:
 each request queued or placed through one eligible policy, every subset of
 preemption candidates, and (per policy) every in-share subset.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from itertools import combinations
 
-from compiler.domain.problem import PolicyRule, Problem, Request, Running
+from poolc.domain.problem import PolicyRule, Problem, Request, Running
 
 UNBOUNDED_IF_ABSENT = ("mcpu", "memory_mb", "step_run")
 EARLIEST = datetime.min.replace(tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 from click.testing import CliRunner
 
-from compiler.cli import main
+from poolc.cli import main
 
 
 def cli(*args: str):

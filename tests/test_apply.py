@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from support import cli
 
-from compiler.apply import apply_paths
-from compiler.domain.naming import allocation_name
+from poolc.apply import apply_paths
+from poolc.domain.naming import allocation_name
 
 REPO = Path(__file__).resolve().parent.parent
 INPUTS = ["examples"]
@@ -388,7 +388,7 @@ def test_rollback_removes_directories_it_created(applied, monkeypatch):
 
 # --- the lock ----------------------------------------------------------------------------------
 
-HOLDER = ("import sys, time\nfrom compiler.lock import state_lock\n"
+HOLDER = ("import sys, time\nfrom poolc.lock import state_lock\n"
           "with state_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
 
 

@@ -1,6 +1,6 @@
 """The package's layers (docs/architecture.md): an import only goes down.
 
-Every import in compiler/, also those inside functions, is read with ast and
+Every import in poolc/, also those inside functions, is read with ast and
 resolved; a module may import from its own layer or a lower one, and the stage
 packages (checks, planner, targets, report) never import one another.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "compiler"
+PACKAGE = Path(__file__).resolve().parent.parent / "poolc"
 
 # Top to bottom, as in docs/architecture.md.
 LAYERS: list[tuple[str, set[str]]] = [
@@ -32,7 +32,7 @@ def layer_of(top: str) -> int:
     for index, (_, names) in enumerate(LAYERS):
         if top in names:
             return index
-    raise AssertionError(f"compiler/{top} is in no layer of docs/architecture.md: add it to LAYERS and the doc")
+    raise AssertionError(f"poolc/{top} is in no layer of docs/architecture.md: add it to LAYERS and the doc")
 
 
 def modules() -> list[Path]:
@@ -45,7 +45,7 @@ def top_of(path: Path) -> str:
 
 
 def imported_tops(path: Path) -> list[tuple[int, str]]:
-    """(line, top-level compiler module) of every import of a compiler module."""
+    """(line, top-level poolc module) of every import of a poolc module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
@@ -58,12 +58,12 @@ def imported_tops(path: Path) -> list[tuple[int, str]]:
                     target += [alias.name for alias in node.names[:1]]
             else:
                 target = (node.module or "").split(".")
-            if target[0] == "compiler" and len(target) > 1:
+            if target[0] == "poolc" and len(target) > 1:
                 found.append((node.lineno, target[1]))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
-                if parts[0] == "compiler" and len(parts) > 1:
+                if parts[0] == "poolc" and len(parts) > 1:
                     found.append((node.lineno, parts[1]))
     return [(line, top if _is_module(top) else "__init__") for line, top in found]
 
@@ -81,11 +81,11 @@ def test_imports_only_go_down(path):
         if top == here:
             continue
         if layer_of(top) < mine:
-            wrong.append(f"line {line}: imports compiler.{top} ({LAYERS[layer_of(top)][0]}) "
+            wrong.append(f"line {line}: imports poolc.{top} ({LAYERS[layer_of(top)][0]}) "
                          f"from the {LAYERS[mine][0]} layer")
         elif here in STAGES and top in STAGES:
             wrong.append(f"line {line}: the stage {here} imports the stage {top}; move the shared rule to domain/")
-    assert not wrong, f"compiler/{path.relative_to(PACKAGE)}:\n" + "\n".join(wrong)
+    assert not wrong, f"poolc/{path.relative_to(PACKAGE)}:\n" + "\n".join(wrong)
 
 
 def test_the_check_sees_a_wrong_import(tmp_path, monkeypatch):
@@ -94,6 +94,6 @@ def test_the_check_sees_a_wrong_import(tmp_path, monkeypatch):
     tree_imports = imported_tops(fake)
     assert all(layer_of(top) >= layer_of("domain") for _, top in tree_imports)
     bad = tmp_path / "bad.py"
-    bad.write_text("from compiler.planner import optimal\n", encoding="utf-8")
+    bad.write_text("from poolc.planner import optimal\n", encoding="utf-8")
     assert imported_tops(bad) == [(1, "planner")]
     assert layer_of("planner") < layer_of("domain")

@@ -11,7 +11,7 @@ from pathlib import Path
 import botocore.session
 import pytest
 
-from compiler.domain.catalog import (
+from poolc.domain.catalog import (
     InstanceType,
     NoFit,
     choose_instance,
@@ -24,7 +24,7 @@ from compiler.domain.catalog import (
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CSV = REPO.parent / "shared" / "data" / "sagemaker-instance-types.csv"
-SHIPPED_CSV = REPO / "compiler" / "domain" / "instance_types.csv"
+SHIPPED_CSV = REPO / "poolc" / "domain" / "instance_types.csv"
 DOC = REPO / "docs" / "instance-catalog.md"
 
 
@@ -102,7 +102,7 @@ def test_memory_conversion_rounds_gib_down_to_decimal_mb():
 
 
 def test_importing_the_catalog_is_light():
-    code = ("import sys, compiler.domain.catalog as c; c.load_catalog(); "
+    code = ("import sys, poolc.domain.catalog as c; c.load_catalog(); "
             "print(sorted({'ortools', 'pydantic'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler import __version__
-from compiler.schema import ANY_FILE, KIND_FILES
+from poolc import __version__
+from poolc.schema import ANY_FILE, KIND_FILES
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -38,7 +38,7 @@ def diagnostic_lines(stdout: str) -> list[str]:
 
 
 def poolc(*args: str, cwd: Path | str = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from poolc.cli import main; main()", *args],
                           capture_output=True, text=True, timeout=120, cwd=cwd,
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
@@ -173,10 +173,10 @@ def test_no_color_is_accepted():
 
 # --- internal errors ---------------------------------------------------------------
 
-INJECT = ("import compiler.validate as v\n"
+INJECT = ("import poolc.validate as v\n"
           "def boom(paths, **options):\n    raise RuntimeError('injected fault')\n"
           "v.validate_paths = boom\n"
-          "from compiler.cli import main\nmain()\n")
+          "from poolc.cli import main\nmain()\n")
 
 
 def test_internal_error_is_one_line_and_exit_3():
@@ -208,7 +208,7 @@ def spy(cls, *args, **kwargs):
     return original(cls, *args, **kwargs)
 pydantic.BaseModel.model_json_schema = classmethod(spy)
 
-from compiler.cli import main
+from poolc.cli import main
 codes = []
 for args in (["validate", "examples"], ["validate", "--format", "sarif", "tests/fixtures"],
              ["validate", "tests/fixtures/context", "tests/fixtures/negative/r006-no-instance-fits.yaml"]):
@@ -218,8 +218,8 @@ for args in (["validate", "examples"], ["validate", "--format", "sarif", "tests/
         codes.append(exit.code)
 assert codes == [0, 1, 1], codes
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("ortools", "rich")
-               or m.startswith(("compiler.planner.optimal", "compiler.planner.zenml", "compiler.targets.kube",
-                                "compiler.targets.sagemaker", "compiler.apply", "compiler.state")))
+               or m.startswith(("poolc.planner.optimal", "poolc.planner.zenml", "poolc.targets.kube",
+                                "poolc.targets.sagemaker", "poolc.apply", "poolc.state")))
 assert heavy == [], heavy
 assert generated == [], generated
 print("ok")
@@ -298,7 +298,7 @@ def test_quiet_has_no_summary_line():
 
 
 def _stdin(text: str, *args: str, cwd: Path | str = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", "validate", *args],
+    return subprocess.run([sys.executable, "-c", "from poolc.cli import main; main()", "validate", *args],
                           input=text, capture_output=True, text=True, timeout=120, cwd=cwd,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
@@ -391,7 +391,7 @@ def test_caret_under_the_offending_value():
 def test_severities_are_coloured_only_on_a_terminal():
     """--no-color is not decoration: on a terminal text diagnostics are coloured,
     with --no-color (or NO_COLOR, or a pipe) they are not."""
-    from compiler.cli import _coloured
+    from poolc.cli import _coloured
 
     line = "a.yaml:1:2: error[R001] too small\n   1 | x: error[R001]\n"
     coloured = _coloured(line)
@@ -401,7 +401,7 @@ def test_severities_are_coloured_only_on_a_terminal():
 
 def _installed(*args: str, before: str = "") -> subprocess.CompletedProcess:
     """The installed `poolc` entry point (`run`), with ``before`` run first."""
-    return subprocess.run([sys.executable, "-c", f"{before}from compiler.cli import run; run()", *args],
+    return subprocess.run([sys.executable, "-c", f"{before}from poolc.cli import run; run()", *args],
                           capture_output=True, text=True, timeout=120, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
@@ -422,7 +422,7 @@ def test_the_installed_command_skips_the_teardown_but_not_the_exit_handlers(path
 def test_the_installed_command_exits_normally_under_a_profiler(tmp_path):
     # python -m cProfile writes its results after the program returns: os._exit would lose them
     stats = tmp_path / "poolc.prof"
-    out = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "compiler.cli",
+    out = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "poolc.cli",
                           "validate", "--quiet", CONTEXT, CLEAN],
                          capture_output=True, text=True, timeout=120, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -440,7 +440,7 @@ def test_a_run_collects_garbage_less_often():
     # a large plan's millions of long-lived objects are walked again by every
     # collection at the default threshold (700); the CLI raises it once per run
     out = subprocess.run(
-        [sys.executable, "-c", "import atexit, gc; from compiler.cli import main, GC_YOUNG_THRESHOLD; "
+        [sys.executable, "-c", "import atexit, gc; from poolc.cli import main, GC_YOUNG_THRESHOLD; "
          "atexit.register(lambda: print(gc.get_threshold() == (GC_YOUNG_THRESHOLD, 10, 10))); main()",
          "validate", "--quiet", CONTEXT, CLEAN],
         capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -31,7 +31,7 @@ def poolc(*args: str, cwd: Path, seed: str = "0") -> subprocess.CompletedProcess
     """The real command in a fresh interpreter (hash seed, no shared imports)."""
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     env.pop("POOLC_DEBUG", None)
-    done = subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", *args], cwd=cwd,
+    done = subprocess.run([sys.executable, "-c", "from poolc.cli import main; main()", *args], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr, done.stderr
     return done

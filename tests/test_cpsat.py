@@ -1,4 +1,4 @@
-"""compiler.planner.cpsat builds the models ortools' own cp_model would, and solves them alike.
+"""poolc.planner.cpsat builds the models ortools' own cp_model would, and solves them alike.
 
 The planner imports cpsat instead of cp_model to spare every `poolc plan` the
 numpy and pandas imports; these tests hold it to being a faithful subset."""
@@ -14,7 +14,7 @@ import pytest
 from ortools.sat.python import cp_model
 from test_planner_optimal import random_contention_problem, random_crowded_problem
 
-from compiler.planner import cpsat, optimal
+from poolc.planner import cpsat, optimal
 
 REPO = Path(__file__).resolve().parent.parent
 needs_helper = pytest.mark.skipif(cpsat.BACKEND != "cp_model_helper",
@@ -113,10 +113,10 @@ def test_the_planner_s_models_are_the_ones_cp_model_builds(seed: int, monkeypatc
 
 @needs_helper
 def test_planning_imports_neither_numpy_nor_pandas(tmp_path: Path) -> None:
-    code = ("import sys; from compiler.cli import main\n"
+    code = ("import sys; from poolc.cli import main\n"
             "try: main(['plan', '--quiet', '--out', sys.argv[1], 'examples'])\n"
             "except SystemExit: pass\n"
-            "assert 'compiler.planner.optimal' in sys.modules\n"
+            "assert 'poolc.planner.optimal' in sys.modules\n"
             "sys.exit(sorted({'numpy', 'pandas', 'ortools.sat.python.cp_model'} & set(sys.modules)) or 0)")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "plan.json")], cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)

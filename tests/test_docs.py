@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from compiler import rules_doc
-from compiler.cli import main
-from compiler.diagnostics import RULES
+from poolc import rules_doc
+from poolc.cli import main
+from poolc.diagnostics import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_rules_doc_is_fresh():
     committed = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
-    assert committed == rules_doc.render(), "run: python -m compiler.rules_doc > docs/rules.md"
+    assert committed == rules_doc.render(), "run: python -m poolc.rules_doc > docs/rules.md"
 
 
 def test_every_rule_is_in_the_table():
@@ -76,7 +76,7 @@ def _schema_descriptions() -> list[tuple[str, str]]:
             for i, value in enumerate(node):
                 walk(value, f"{where}/{i}")
 
-    for folder in ("schemas", "compiler/schemas"):
+    for folder in ("schemas", "poolc/schemas"):
         for path in sorted((ROOT / folder).glob("*.json")):
             walk(json.loads(path.read_text(encoding="utf-8")), f"{folder}/{path.name}")
     return found
@@ -130,7 +130,7 @@ def _resolve(reference: str, base: Path) -> str | None:
     ``base``, the root, the package and schemas/; a bare file name (a module named in
     a table) may be anywhere in the repository."""
     target, _, anchor = reference.partition("#")
-    candidates = [(start / target).resolve() for start in (base, ROOT, ROOT / "compiler", ROOT / "schemas")]
+    candidates = [(start / target).resolve() for start in (base, ROOT, ROOT / "poolc", ROOT / "schemas")]
     if "/" not in target:
         candidates += [p.resolve() for p in _repository_files() if p.name == target]
     for path in candidates:
@@ -169,7 +169,7 @@ def test_no_text_points_at_files_outside_the_repository():
     (tests may still *read* oracle files beside the repository at run time: those
     paths are built with Path components, not written as text)."""
     sources = [(name, text) for name, text, _ in _text_sources()]
-    for folder in ("compiler", "tests", "benchmarks"):
+    for folder in ("poolc", "tests", "benchmarks"):
         for path in sorted((ROOT / folder).rglob("*")):
             if path.is_file() and path.suffix in (".py", ".md", ".toml", ".yaml", ".json") \
                     and path != Path(__file__).resolve() and "golden" not in path.parts:
@@ -258,8 +258,8 @@ def test_every_schema_property_has_a_description(name):
 
 def test_the_worked_example_of_planning_md_gives_the_documented_plan():
     """docs/planning.md#worked-example quotes this plan and its objective; keep them true."""
-    from compiler.plan import plan_paths
-    from compiler.report.plan_text import render_plan
+    from poolc.plan import plan_paths
+    from poolc.report.plan_text import render_plan
 
     for strategy in ("optimal", "zenml"):
         plan = plan_paths([str(ROOT / "docs" / "examples" / "tiers.yaml")], strategy=strategy).plan
@@ -284,7 +284,7 @@ def test_the_readme_workflow_posts_the_markdown_plan():
     """The README's pull-request workflow is valid YAML and runs the options that exist."""
     from ruamel.yaml import YAML
 
-    from compiler.cli import PLAN_FORMATS
+    from poolc.cli import PLAN_FORMATS
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = text.split("### The plan as a pull-request comment", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]

@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_schema import model_accepts, reference_validator
 
-from compiler.load import load_paths
-from compiler.schema import KIND_FILES
-from compiler.validate import validate_paths
+from poolc.load import load_paths
+from poolc.schema import KIND_FILES
+from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -155,7 +155,7 @@ def test_text_mutations_through_the_cli(workspace, index: int, ops: list[tuple],
     path, original, text = mutated(files, index, ops)
     Path(path).write_text(text, encoding="utf-8")
     try:
-        proc = subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", "validate",
+        proc = subprocess.run([sys.executable, "-c", "from poolc.cli import main; main()", "validate",
                                "--format", fmt, *paths_for(root, path)],
                               capture_output=True, text=True, timeout=60, cwd=REPO)
     finally:

@@ -20,15 +20,15 @@ import pytest
 import yaml
 from support import cli
 
-from compiler import load
-from compiler.apply import apply_paths
-from compiler.domain.naming import allocation_name, training_job_name
-from compiler.lock import state_lock
-from compiler.state import read_state
-from compiler.validate import validate_paths
+from poolc import load
+from poolc.apply import apply_paths
+from poolc.domain.naming import allocation_name, training_job_name
+from poolc.lock import state_lock
+from poolc.state import read_state
+from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-c", "from compiler.cli import main; main()"]
+CLI = [sys.executable, "-c", "from poolc.cli import main; main()"]
 POOL_FILE = "examples/pools/cpu-batch.yaml"
 
 
@@ -364,7 +364,7 @@ def test_a_long_chain_of_merge_keys_is_a_depth_diagnostic():
     assert docs == [] and [p.rule for p in problems] == ["Y006"]
 
 
-HOLDER = ("import sys, time\nfrom compiler.lock import state_lock\n"
+HOLDER = ("import sys, time\nfrom poolc.lock import state_lock\n"
           "with state_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
 
 

@@ -1,5 +1,5 @@
 """The kill harness: apply is cut at every write, link, rename, unlink, mkdir and
-rmdir of its commit (compiler.transaction._point counts them), by a real SIGKILL
+rmdir of its commit (poolc.transaction._point counts them), by a real SIGKILL
 in a subprocess, by SIGTERM/SIGINT, and by an injected I/O error. Each time the
 tree must be the old one or the new one once the next run has recovered, the
 run after that must converge on the new one, and nothing may be left behind.
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from compiler import transaction
-from compiler.apply import apply_paths
-from compiler.lock import state_lock
-from compiler.transaction import recover, write_transaction
+from poolc import transaction
+from poolc.apply import apply_paths
+from poolc.lock import state_lock
+from poolc.transaction import recover, write_transaction
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-c", "from compiler.cli import main; main()"]
+CLI = [sys.executable, "-c", "from poolc.cli import main; main()"]
 STATE = "poolc.state.json"
 
 
@@ -263,9 +263,9 @@ def test_sigterm_and_ctrl_c_roll_back_and_say_so(scenario, tmp_path, signame, wh
 
 
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
-    """From the first lines of compiler.cli on (before them, Python's own start-up owns Ctrl-C)."""
-    go = ("import sys, compiler; sys.stderr.write('go\\n'); sys.stderr.flush(); "
-          "from compiler.cli import main; main()")
+    """From the first lines of poolc.cli on (before them, Python's own start-up owns Ctrl-C)."""
+    go = ("import sys, poolc; sys.stderr.write('go\\n'); sys.stderr.flush(); "
+          "from poolc.cli import main; main()")
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     for delay in (0.02, 0.05, 0.1, 0.2, 0.4):
         proc = subprocess.Popen([sys.executable, "-c", go, "validate", "examples"], cwd=tmp_path,

@@ -1,9 +1,9 @@
 """The cluster does what the plan says: the Kueue objects and Jobs `apply` writes,
-replayed through Kueue's scheduler (compiler.kueuesim), end where the plan says.
+replayed through Kueue's scheduler (poolc.kueuesim), end where the plan says.
 
 Each scenario is a small platform written out in full, with the text of what a
 user would do and what both the plan and the cluster must then show. The replay
-reads exactly what apply renders (compiler.runtime), not a second model of it.
+reads exactly what apply renders (poolc.runtime), not a second model of it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.plan import _running_steps, plan_paths
-from compiler.runtime import replay, runtime_of
+from poolc.plan import _running_steps, plan_paths
+from poolc.runtime import replay, runtime_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -220,7 +220,7 @@ def test_the_examples_in_any_order(tmp_path, order):
 
 def test_runtime_section_in_the_plan_json(tmp_path):
     """Every plan carries the runtime check: engine, agreement and differences."""
-    from compiler.domain.plan import to_json
+    from poolc.domain.plan import to_json
 
     plan = plan_paths([str(REPO / "examples")]).plan
     runtime = json.loads(to_json(plan))["runtime"]

@@ -1,4 +1,4 @@
-"""compiler.load: plain data with positions, the guards, and which files and documents are read.
+"""poolc.load: plain data with positions, the guards, and which files and documents are read.
 
 The fixture tests (test_validate.py) check rule ids and start positions end to end;
 these check the loader's own contract: spans (1-based, exclusive end), the fallback
@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from compiler import load
-from compiler.load import Document, expand_paths, load_file, load_paths, load_text
+from poolc import load
+from poolc.load import Document, expand_paths, load_file, load_paths, load_text
 
 POOL = """\
 apiVersion: poolc/v1
@@ -67,7 +67,7 @@ def test_span_falls_back_to_the_nearest_ancestor_key():
 
 
 def test_diagnostic_uses_the_rule_severity_unless_overridden():
-    from compiler import diagnostics as d
+    from poolc import diagnostics as d
 
     doc = one(POOL)
     diag = doc.diagnostic(d.P006, "m", ("spec", "capacity", "gpu"), key=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler import load
-from compiler.config import build_config
-from compiler.load import PositionCache, load_paths, load_text
-from compiler.requests import build_requests
-from compiler.validate import validate_paths
+from poolc import load
+from poolc.config import build_config
+from poolc.load import PositionCache, load_paths, load_text
+from poolc.requests import build_requests
+from poolc.validate import validate_paths
 
 PLATFORM = """\
 apiVersion: poolc/v1

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from compiler.domain.plan import Plan, PlanFormatError, to_json
-from compiler.plan import plan_paths
-from compiler.report.plan_markdown import LIMIT, MAX_ROWS, render_markdown
+from poolc.domain.plan import Plan, PlanFormatError, to_json
+from poolc.plan import plan_paths
+from poolc.report.plan_markdown import LIMIT, MAX_ROWS, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "markdown"

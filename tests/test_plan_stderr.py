@@ -21,7 +21,7 @@ REVIEW = REPO / "tests" / "fixtures" / "review"
 def poolc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("FORCE_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "compiler", *args], capture_output=True, cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "poolc", *args], capture_output=True, cwd=cwd, env=env,
                           timeout=600)
 
 
@@ -78,7 +78,7 @@ def test_a_terminal_on_stderr_sees_progress(tmp_path):
     reader = threading.Thread(target=drain)
     reader.start()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    with subprocess.Popen([sys.executable, "-m", "compiler", "plan", str(REVIEW), "--state",
+    with subprocess.Popen([sys.executable, "-m", "poolc", "plan", str(REVIEW), "--state",
                            str(tmp_path / "no-state.json")], stdout=subprocess.PIPE, stderr=follower,
                           cwd=tmp_path, env=env) as proc:
         os.close(follower)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
-from compiler.planner.decompose import pool_groups
-from compiler.planner.objective import objective_tiers
-from compiler.planner.optimal import solve
-from compiler.planner.solution import Solution
+from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from poolc.planner.decompose import pool_groups
+from poolc.planner.objective import objective_tiers
+from poolc.planner.optimal import solve
+from poolc.planner.solution import Solution
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bruteforce  # noqa: E402
@@ -254,7 +254,7 @@ def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypat
     """Each count tier is solved on a copy without the admissions and victims it
     cannot count yet (optimal._restricted); solving every tier on the model itself
     gives the same tier values."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     restricted = [solve(random_crowded_problem(seed)) for seed in range(block * 25, block * 25 + 25)]
 
@@ -299,7 +299,7 @@ def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.
     FOLD_QUICK deterministic seconds without presolve, then once more with it; with
     no time for the first attempt at all, every tier still gets the value of the
     quick folded solve and of the brute force, and the retry is what solved it."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     folded = [solve(random_crowded_problem(seed)) for seed in range(30)]
     monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
@@ -313,7 +313,7 @@ def test_the_polished_start_rank_hint_keeps_every_tier(monkeypatch: pytest.Monke
     """The start-rank fold of a large part is hinted with its own objective solved
     with the admissions fixed (optimal._polished); on every part (POLISH_FROM 0)
     the tiers are those of the plain hint and of the brute force."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(30)]
     monkeypatch.setattr(optimal, "POLISH_FROM", 0)
@@ -327,7 +327,7 @@ def test_the_fifo_attempts_pool_their_best_answer_and_tightest_bound(monkeypatch
     through all three attempts; what they found together (the best answer of any,
     the tightest bound of any) still gives every tier the brute force's value, and
     a FIFO tier is reported proven only when that answer meets that bound."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
     monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)
@@ -348,7 +348,7 @@ def test_the_fifo_attempts_pool_their_best_answer_and_tightest_bound(monkeypatch
 def count_folds(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts, while the test runs, the count-tier pairs folded into one solve
     ("folded"), and the restricted copies solved ("copies")."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     seen = {"folded": 0, "copies": 0}
     folded, restricted = optimal._folded, optimal._restricted
@@ -373,7 +373,7 @@ def test_folded_count_tiers_agree_with_the_tiers_apart(block: int, monkeypatch: 
     solving every count tier apart gives the same tier values, the brute force
     agrees on tiny platforms, and the folds are proven (one restricted copy per
     pair instead of two: fewer copies than count tiers solved apart)."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     seeds, tiny = range(block * 25, block * 25 + 25), range(block * 40, block * 40 + 40)
     seen = count_folds(monkeypatch)
@@ -404,7 +404,7 @@ def test_a_count_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypat
     first tier is solved alone on the pair's copy, hinted with what the fold found,
     and the second on its own copy: the tier values are those of the proven folds
     and of the brute force, and as many copies are solved as with no fold at all."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     folded = [solve(random_crowded_problem(seed)) for seed in range(25)]
     seen = count_folds(monkeypatch)
@@ -428,7 +428,7 @@ def test_budget_left_reopens_the_tiers_not_proven(monkeypatch: pytest.MonkeyPatc
     left of the budget goes to the first tier not proven, again and again
     (optimal._reopen): every tier still gets the value of the plain solve and of
     the brute force, proven, and the plan keeps every hard rule."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(20)]
     monkeypatch.setattr(optimal._Budget, "share", lambda self: 0.0)
@@ -461,7 +461,7 @@ def test_a_folded_objective_is_lexicographic_and_bounds_the_first_tier(seed: int
     """optimal._folded on a small model, both tiers in both directions: the folded
     optimum is the lexicographic one (found by enumeration), and the solver's
     bound of it, divided by the weight, is the first tier's optimum."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     rng = random.Random(seed)
     for first_max in (False, True):
@@ -492,7 +492,7 @@ def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytes
     are in the model from the first tier to the last, and every tier still gets
     the brute force's value (tiny platforms) or the plain model's (crowded ones,
     where many classes of one requester dominate each other)."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(block * 15, block * 15 + 15)]
     monkeypatch.setattr(optimal, "REQUEST_DOMINANCE", "all")
@@ -524,7 +524,7 @@ def test_dropped_dominance_rows_take_their_literals_definitions_with_them(monkey
     tier's relaxation. With the rows in from the first tier, every tier still gets
     the plain model's value and the plan keeps every hard rule, and after the solve
     no cleared row is left with a term or an enforcement literal."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(30)]
     monkeypatch.setattr(optimal, "REQUEST_DOMINANCE", "all")
@@ -785,7 +785,7 @@ def test_same_input_same_solution() -> None:
 
 def test_same_solution_under_different_hash_seeds() -> None:
     code = ("import sys; sys.path.insert(0, 'tests'); import test_planner_optimal as t; "
-            "from compiler.planner.optimal import solve; print(repr(solve(t.medium_problem())))")
+            "from poolc.planner.optimal import solve; print(repr(solve(t.medium_problem())))")
     outs = []
     for seed in ("0", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -801,7 +801,7 @@ def test_an_answer_from_before_the_dominance_rows_gets_their_literals_from_its_c
     kept is the one before the rows: its solution has no values for their literals
     (CP-SAT reads them out of range, and the next hint was invalid: a 50,000-request
     plan ended in an internal error). The answer derives them from the counts."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     for seed in range(40):
         p = random_crowded_problem(seed)
@@ -834,7 +834,7 @@ def test_a_large_part_gives_the_fifo_retry_longer_before_the_rows(monkeypatch: p
     FIFO_PLAIN (here none, so the request dominance rows are added), a large part's
     FIFO_PLAIN_LARGE (here the whole share, so they never are); either way every
     tier is the brute force's."""
-    from compiler.planner import optimal
+    from poolc.planner import optimal
 
     monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
     monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)

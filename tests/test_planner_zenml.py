@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running
-from compiler.planner.zenml import solve
+from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running
+from poolc.planner.zenml import solve
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -17,10 +17,10 @@ from datetime import timedelta
 import pytest
 from test_planner_optimal import T0, random_contention_problem, random_problem
 
-from compiler.domain.borrowing import grant_order
-from compiler.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
-from compiler.planner.optimal import solve
-from compiler.planner.solution import Solution
+from poolc.domain.borrowing import grant_order
+from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from poolc.planner.optimal import solve
+from poolc.planner.solution import Solution
 
 APPLIED_AT = T0 + timedelta(days=1)          # after every start time the generators use
 

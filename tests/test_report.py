@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from compiler import __version__
-from compiler.diagnostics import Diagnostic
-from compiler.report import FORMATS, render, summary
-from compiler.report.github import escape_data, escape_property
-from compiler.report.sarif import artifact_location
+from poolc import __version__
+from poolc.diagnostics import Diagnostic
+from poolc.report import FORMATS, render, summary
+from poolc.report.github import escape_data, escape_property
+from poolc.report.sarif import artifact_location
 
 REPO = Path(__file__).resolve().parent.parent
 SARIF_ORACLES = REPO / ".." / "shared" / "oracles" / "sarif"
@@ -60,8 +60,8 @@ def test_unknown_format_is_a_value_error():
 
 def test_importing_the_package_does_not_import_the_formats():
     code = (
-        "import sys, compiler.report\n"
-        "print(sorted(m for m in sys.modules if m.startswith('compiler.report.')))\n"
+        "import sys, poolc.report\n"
+        "print(sorted(m for m in sys.modules if m.startswith('poolc.report.')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

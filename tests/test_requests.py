@@ -1,4 +1,4 @@
-"""compiler.requests: merged ResourceSettings -> demand vector, requester and arrival order
+"""poolc.requests: merged ResourceSettings -> demand vector, requester and arrival order
 (docs/format.md#pipeline)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.model import ResourceSettings
-from compiler.requests import build_requests, demand_of
-from compiler.validate import validate_paths
+from poolc.model import ResourceSettings
+from poolc.requests import build_requests, demand_of
+from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 CONTEXT = REPO / "tests" / "fixtures" / "context" / "platform.yaml"

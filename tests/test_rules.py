@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.checks import Context, registered
-from compiler.diagnostics import RULES
-from compiler.validate import validate_paths
+from poolc.checks import Context, registered
+from poolc.diagnostics import RULES
+from poolc.validate import validate_paths
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*/*.yaml"))
 # Rules no semantic check emits, and the stage that does.

@@ -1,6 +1,6 @@
 """The published JSON Schemas (docs/format.md#the-published-schemas).
 
-- committed schemas/ and the packaged compiler/schemas/ equal what the models generate;
+- committed schemas/ and the packaged poolc/schemas/ equal what the models generate;
 - each is a valid draft 2020-12 schema;
 - the real `check-jsonschema` CLI accepts every valid example and fixture and rejects
   the structural negative fixtures that poolc rejects (S001-S006);
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from compiler.load import load_paths, load_text
-from compiler.model import KINDS
-from compiler.schema import ANY_FILE, DRAFT, KIND_FILES, build_schemas, dump, packaged_schema
+from poolc.load import load_paths, load_text
+from poolc.model import KINDS
+from poolc.schema import ANY_FILE, DRAFT, KIND_FILES, build_schemas, dump, packaged_schema
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -33,7 +33,7 @@ CHECK_JSONSCHEMA = shutil.which("check-jsonschema", path=os.path.dirname(sys.exe
     or shutil.which("check-jsonschema")
 
 # `poolc schema` generates from the models (test_poolc_schema_output_dir_regenerates_from_the_models).
-REGENERATE = "poolc schema --output-dir schemas && poolc schema --output-dir compiler/schemas"
+REGENERATE = "poolc schema --output-dir schemas && poolc schema --output-dir poolc/schemas"
 
 
 @lru_cache(maxsize=1)
@@ -46,17 +46,17 @@ def generated() -> dict[str, str]:
 def test_the_set_of_schema_files():
     names = set(generated())
     assert names == {*KIND_FILES.values(), ANY_FILE}
-    for folder in ("schemas", "compiler/schemas"):
+    for folder in ("schemas", "poolc/schemas"):
         assert {p.name for p in (REPO / folder).glob("*.json")} == names, folder
 
 
-@pytest.mark.parametrize("folder", ["schemas", "compiler/schemas"])
+@pytest.mark.parametrize("folder", ["schemas", "poolc/schemas"])
 @pytest.mark.parametrize("name", sorted({*KIND_FILES.values(), ANY_FILE}))
 def test_committed_schema_is_up_to_date(folder: str, name: str):
     committed = (REPO / folder / name).read_text(encoding="utf-8")
     assert committed == generated()[name], (
         f"{folder}/{name} is stale: the models changed but the schema was not regenerated. "
-        f"Regenerate both copies (schemas/ and compiler/schemas/) from the repository root with: {REGENERATE}")
+        f"Regenerate both copies (schemas/ and poolc/schemas/) from the repository root with: {REGENERATE}")
 
 
 @pytest.mark.parametrize("name", sorted({*KIND_FILES.values(), ANY_FILE}))
@@ -68,12 +68,12 @@ def test_schema_is_valid_draft_2020_12(name: str):
 
 def test_poolc_schema_output_dir_regenerates_from_the_models(tmp_path: Path):
     """Make the packaged copy stale in a scratch copy of the package, then regenerate."""
-    shutil.copytree(REPO / "compiler", tmp_path / "pkg" / "compiler",
+    shutil.copytree(REPO / "poolc", tmp_path / "pkg" / "poolc",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    stale = tmp_path / "pkg" / "compiler" / "schemas" / "pipeline.schema.json"
+    stale = tmp_path / "pkg" / "poolc" / "schemas" / "pipeline.schema.json"
     stale.write_text(json.dumps({"stale": True}), encoding="utf-8")
     out = tmp_path / "out"
-    subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", "schema",
+    subprocess.run([sys.executable, "-c", "from poolc.cli import main; main()", "schema",
                     "--output-dir", str(out)], cwd=tmp_path / "pkg", check=True, capture_output=True,
                    env={**os.environ, "PYTHONPATH": str(tmp_path / "pkg")}, timeout=60)
     assert (out / "pipeline.schema.json").read_text(encoding="utf-8") == generated()["pipeline.schema.json"]

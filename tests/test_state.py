@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from test_plan_output import FILES, decided, greedy, write_platform
 
-from compiler.domain.naming import allocation_name
-from compiler.lock import StateLockError, state_lock
-from compiler.model import Allocation
-from compiler.plan import plan_paths
-from compiler.planner.solution import Solution
-from compiler.state import changes, dump_state, read_state, state_from_plan, write_state
+from poolc.domain.naming import allocation_name
+from poolc.lock import StateLockError, state_lock
+from poolc.model import Allocation
+from poolc.plan import plan_paths
+from poolc.planner.solution import Solution
+from poolc.state import changes, dump_state, read_state, state_from_plan, write_state
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -224,7 +224,7 @@ def test_lock_is_exclusive_and_released(tmp_path):
 
 def test_lock_held_by_another_process(tmp_path):
     path = str(tmp_path / "poolc.state.json")
-    code = ("import sys, time; from compiler.lock import state_lock\n"
+    code = ("import sys, time; from poolc.lock import state_lock\n"
             "with state_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(30)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -29,12 +29,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from compiler.domain.naming import short_name
-from compiler.plan import plan_paths
-from compiler.targets import TARGETS, kueue, render_all, render_target
-from compiler.targets.context import TargetContext
-from compiler.targets.kubernetes import kubernetes_quantity
-from compiler.targets.yamlout import dump_document, scalar
+from poolc.domain.naming import short_name
+from poolc.plan import plan_paths
+from poolc.targets import TARGETS, kueue, render_all, render_target
+from poolc.targets.context import TargetContext
+from poolc.targets.kubernetes import kubernetes_quantity
+from poolc.targets.yamlout import dump_document, scalar
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "examples"
@@ -688,8 +688,8 @@ def test_a_context_copied_for_another_plan_or_config_renders_afresh(examples, fi
 
 def test_output_does_not_depend_on_hash_seed(files):
     script = ("import hashlib, json, sys\n"
-              "from compiler.plan import plan_paths\n"
-              "from compiler.targets import render_all\n"
+              "from poolc.plan import plan_paths\n"
+              "from poolc.targets import render_all\n"
               "result = plan_paths(['examples'])\n"
               "files = render_all(result.validation.config, result.plan)\n"
               "print(hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest())\n")

@@ -1,4 +1,4 @@
-"""compiler.units: quantities and CPU counts to integer request units (docs/format.md#resourcesettings).
+"""poolc.units: quantities and CPU counts to integer request units (docs/format.md#resourcesettings).
 
 Examples pin the documented conversions; hypothesis properties pin the rules
 (exact decimal, ceil on the request side, floor on the supply side, units).
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.units import (
+from poolc.units import (
     QUANTITY_PATTERN,
     duration_seconds,
     format_mcpu,

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.diagnostics import RULES
-from compiler.load import MAX_FILE_BYTES
-from compiler.validate import validate_paths
+from poolc.diagnostics import RULES
+from poolc.load import MAX_FILE_BYTES
+from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -322,7 +322,7 @@ def test_deep_flow_nesting_does_not_crash_the_process(tmp_path: Path, opener: st
     path = tmp_path / "deep.yaml"
     depth = 1_000_000 if opener == "[" else 200_000
     path.write_text(HEAD + "x: " + opener * depth + closer * depth + "\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-c", "from compiler.cli import main; main()", "validate", str(path)],
+    proc = subprocess.run([sys.executable, "-c", "from poolc.cli import main; main()", "validate", str(path)],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert (proc.returncode, proc.stdout.count("Y006")) == (1, 1), (proc.returncode, proc.stderr[-300:])
     assert f"{_as_given(path)}:6:{4 + 64 * len(opener)}:" in proc.stdout
@@ -435,7 +435,7 @@ def test_hint_message(stem: str, line: int, column: int, words: str):
 
 
 def test_kind_suggestion_rule():
-    from compiler.schema import closest_kind
+    from poolc.schema import closest_kind
 
     assert [closest_kind(k) for k in ("Pool", "pool", "Pipline", "Stacks", "Alloc", "Polcy", "Quota")] == [
         "ResourcePool", "ResourcePool", "Pipeline", "Stack", "Allocation", "Policy", None]

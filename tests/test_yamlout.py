@@ -1,4 +1,4 @@
-"""compiler.targets.yamlout beyond the golden files: the remembered scalar texts
+"""poolc.targets.yamlout beyond the golden files: the remembered scalar texts
 and headers give the same bytes as computing them afresh, also once the memory
 is full and starts over."""
 
@@ -8,8 +8,8 @@ import enum
 
 import pytest
 
-from compiler.targets import yamlout
-from compiler.targets.yamlout import dump_all, dump_document, header, scalar
+from poolc.targets import yamlout
+from poolc.targets.yamlout import dump_all, dump_document, header, scalar
 
 
 def test_nested_sequences_and_mappings_keep_their_layout():

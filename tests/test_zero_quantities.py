@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.domain.problem import PolicyRule, Pool, Problem
-from compiler.planner.optimal import solve as solve_optimal
-from compiler.planner.zenml import solve as solve_zenml
+from poolc.domain.problem import PolicyRule, Pool, Problem
+from poolc.planner.optimal import solve as solve_optimal
+from poolc.planner.zenml import solve as solve_zenml
 from tests import test_planner_optimal as optimal_tests
 from tests import test_planner_zenml as zenml_tests
 
@@ -79,7 +79,7 @@ def _quota(cohort: dict, resource: str) -> dict:
 
 
 def test_a_zero_limit_becomes_a_zero_borrowing_limit_in_kueue() -> None:
-    from compiler.targets.kueue import child_cohort, root_cohort
+    from poolc.targets.kueue import child_cohort, root_cohort
 
     pool = Pool("dc", {"gpu": 8, "mcpu": 128000, "step_run": 0})
     policy = PolicyRule("team-dc", "team", "dc", 0, {}, {"gpu": 0, "mcpu": 128000, "step_run": 0})
@@ -90,8 +90,8 @@ def test_a_zero_limit_becomes_a_zero_borrowing_limit_in_kueue() -> None:
 
 
 def test_written_zeros_reach_the_problem() -> None:
-    from compiler.inputs import problem_from_config
-    from compiler.validate import validate_paths
+    from poolc.inputs import problem_from_config
+    from poolc.validate import validate_paths
 
     fixture = str(Path(__file__).parent / "fixtures" / "negative" / "r003-zero-limit-and-capacity.yaml")
     result = validate_paths([fixture])

@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 from ruamel.yaml import YAML
 
-from compiler.kueuesim import Simulation, Workload, simulate
+from poolc.kueuesim import Simulation, Workload, simulate
 
 API = "kueue.x-k8s.io/v1beta2"
 CRDS = Path(__file__).resolve().parents[3] / "shared" / "oracles" / "kueue-crds"

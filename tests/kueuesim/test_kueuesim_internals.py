@@ -15,11 +15,11 @@ import random
 
 import pytest
 
-from compiler.kueuesim import Workload
-from compiler.kueuesim.flavors import RequestPlan
-from compiler.kueuesim.objects import parse_objects
-from compiler.kueuesim.queues import PendingQueue, queue_key, shape
-from compiler.kueuesim.quota import QuotaTree
+from poolc.kueuesim import Workload
+from poolc.kueuesim.flavors import RequestPlan
+from poolc.kueuesim.objects import parse_objects
+from poolc.kueuesim.queues import PendingQueue, queue_key, shape
+from poolc.kueuesim.quota import QuotaTree
 
 from .builders import cluster_queue, cohort, flavor, group, local_queue, quota, run
 from .builders import wl as workload

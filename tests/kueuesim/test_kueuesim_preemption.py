@@ -232,7 +232,7 @@ def test_preempted_workload_is_readmitted_when_quota_frees() -> None:
 def test_zero_requests_and_evictions_keep_the_books_straight() -> None:
     """Workloads may request 0 of a covered resource (they still get its flavor); evicting such workloads
     after others of the same priority must leave the simulator's accounting consistent."""
-    from compiler.kueuesim import Workload
+    from poolc.kueuesim import Workload
 
     from .builders import group, quota
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.kueuesim import canonical_units, parse_quantity
+from poolc.kueuesim import canonical_units, parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from compiler.kueuesim import Workload
+from poolc.kueuesim import Workload
 
 from .builders import (
     CRDS,
@@ -172,7 +172,7 @@ def test_crd_check_rejects_a_wrong_field() -> None:
 
 def test_gpu_and_memory_units() -> None:
     """Kueue compares integer amounts: memory in bytes, extended resources as counts."""
-    from compiler.kueuesim import canonical_units
+    from poolc.kueuesim import canonical_units
 
     objs = [
         flavor("a100"),
@@ -222,7 +222,7 @@ def test_other_kinds_and_versions_are_ignored() -> None:
         {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
          "spec": {"resourceGroups": []}},
     ]
-    from compiler.kueuesim import simulate
+    from poolc.kueuesim import simulate
 
     plain = run(objs, [wl("w", "q", 4)])
     assert simulate(noise + objs + noise, [wl("w", "q", 4)]) == plain

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.kueuesim import Workload
+from poolc.kueuesim import Workload
 
 from .builders import (
     cluster_queue,

@@ -126,7 +126,7 @@ def test_capacity_held_for_a_queue_that_cannot_always_reclaim() -> None:
             local_queue("eng-beta", "lq", "cluster-queue-b"),
         ]
 
-    from compiler.kueuesim import Workload
+    from poolc.kueuesim import Workload
 
     jobs = [
         Workload("a1-admitted", "eng-alpha", "lq", 0, {"gpu": 1}, 0, admitted_at=1),

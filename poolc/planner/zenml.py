@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 
-from compiler.planner.solution import Solution
+from poolc.planner.solution import Solution
 
 from ..domain.borrowing import split_reserved
 from ..domain.eligibility import eligible_policies, metered_demand

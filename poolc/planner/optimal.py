@@ -74,7 +74,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from compiler.planner.solution import Solution
+from poolc.planner.solution import Solution
 
 from ..domain.borrowing import borrowed_parts
 from ..domain.eligibility import eligible_policies, metered_demand

@@ -10,9 +10,9 @@ import json
 from pathlib import PurePosixPath, PureWindowsPath
 from urllib.parse import quote
 
-from compiler import __version__
-from compiler.diagnostics import RULES, Diagnostic
-from compiler.report import ordered
+from poolc import __version__
+from poolc.diagnostics import RULES, Diagnostic
+from poolc.report import ordered
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 # Where users learn about the tool; shown by SARIF viewers next to the tool name.

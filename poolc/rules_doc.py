@@ -1,6 +1,6 @@
 """Render the rule table (docs/rules.md) from the registry, so the docs cannot drift.
 
-Run `python -m compiler.rules_doc > docs/rules.md`; tests/test_docs.py fails when
+Run `python -m poolc.rules_doc > docs/rules.md`; tests/test_docs.py fails when
 the committed table is stale.
 """
 

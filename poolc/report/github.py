@@ -6,8 +6,8 @@ message on ``::``, so values are percent-escaped the way GitHub's own toolkit do
 
 from __future__ import annotations
 
-from compiler.diagnostics import Diagnostic
-from compiler.report import ordered
+from poolc.diagnostics import Diagnostic
+from poolc.report import ordered
 
 
 def escape_data(text: str) -> str:

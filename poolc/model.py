@@ -3,7 +3,7 @@
 Models are strict (no "2" -> 2 coercion) and forbid unknown fields, so they agree
 with the published schemas: a document the schema accepts, the model accepts, and
 the reverse (tests/test_schema_agreement.py checks it on random mutations).
-Rules that span documents live in compiler/checks/, not here.
+Rules that span documents live in poolc/checks/, not here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Targets: pure functions from a configuration and its Plan to ``{relative path: text}``.
 
 Modules are imported only when rendered, so ``poolc validate`` (which imports
-``compiler.domain.catalog``) never loads the emitters.
+``poolc.domain.catalog``) never loads the emitters.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from ..requests import StepRequest
     from .context import TargetContext
 
-TARGETS = {"kubernetes": "compiler.targets.kubernetes", "kueue": "compiler.targets.kueue",
-           "sagemaker": "compiler.targets.sagemaker"}
+TARGETS = {"kubernetes": "poolc.targets.kubernetes", "kueue": "poolc.targets.kueue",
+           "sagemaker": "poolc.targets.sagemaker"}
 
 
 def render_target(name: str, ctx: TargetContext) -> dict[str, str]:

@@ -13,8 +13,8 @@ wall-clock time would make every `apply` produce a different state (so
 "earliest" in the planner's orderings (docs/planning.md#reserved-share-and-borrowing); a tool that knows the
 real start time may add it.
 
-Writes are atomic (compiler.writer) and guarded by ``<state>.lock``: see
-``compiler.lock.state_lock``.
+Writes are atomic (poolc.writer) and guarded by ``<state>.lock``: see
+``poolc.lock.state_lock``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class StateRead(NamedTuple):
     digest: str | None
     diagnostics: list[Diagnostic]
     # Allocations given in the config files that an applied plan preempted: they no
-    # longer run, although the files still list them (see compiler/plan.py).
+    # longer run, although the files still list them (see poolc/plan.py).
     preempted: list[str] = []
     missing: bool = False               # no state file at that path (an empty state)
     # Steps `poolc state rm` released as finished: step label (naming.step_label) ->
@@ -379,7 +379,7 @@ def dump_state(state: Mapping) -> str:
 
 
 def write_state(path: str, state: Mapping) -> None:
-    """Replace the state file atomically. Hold ``compiler.lock.state_lock(path)`` around the whole
+    """Replace the state file atomically. Hold ``poolc.lock.state_lock(path)`` around the whole
     read-plan-write cycle, not just this call, so no other apply interleaves."""
     write_atomic(path, dump_state(state))
 

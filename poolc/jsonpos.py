@@ -1,5 +1,5 @@
 """Positions of every key and value of a JSON text, in the (path -> span) shape
-that compiler.load gives YAML documents, so a hand-edited JSON file (the state)
+that poolc.load gives YAML documents, so a hand-edited JSON file (the state)
 gets diagnostics at the offending line and column.
 
 The scan is iterative (a state nested thousands deep cannot exhaust the stack)
@@ -53,7 +53,7 @@ _scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - public, b
 
 class JsonScan:
     """Positions of every key and value of a JSON text that json.loads accepted,
-    in the same (path -> span) shape compiler.load gives YAML documents."""
+    in the same (path -> span) shape poolc.load gives YAML documents."""
 
     def __init__(self, text: str) -> None:
         self.text = text

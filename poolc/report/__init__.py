@@ -11,16 +11,16 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from compiler.diagnostics import report_order
+from poolc.diagnostics import report_order
 
 if TYPE_CHECKING:
-    from compiler.diagnostics import Diagnostic
+    from poolc.diagnostics import Diagnostic
 
 Renderer = Callable[["list[Diagnostic]"], str]
 
 
 def _lazy(name: str) -> Renderer:
-    """A renderer that imports ``compiler.report.<name>`` on first call."""
+    """A renderer that imports ``poolc.report.<name>`` on first call."""
 
     def renderer(diagnostics: list[Diagnostic]) -> str:
         return import_module(f"{__name__}.{name}").render(diagnostics)

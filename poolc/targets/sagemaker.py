@@ -2,7 +2,7 @@
 SageMaker step operator (docs/targets.md#sagemaker).
 
 A training job names an instance type rather than CPUs and memory, so the body
-carries the catalog's choice (compiler.domain.catalog). Preemptible steps become
+carries the catalog's choice (poolc.domain.catalog). Preemptible steps become
 Managed Spot Training: in both worlds the job may be interrupted and resumed from
 its checkpoints. JSON has no comments, so provenance goes into Tags.
 """

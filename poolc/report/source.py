@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.diagnostics import Diagnostic
-from compiler.writer import read_regular
+from poolc.diagnostics import Diagnostic
+from poolc.writer import read_regular
 
 
 class Sources:

@@ -107,7 +107,7 @@ def dump(schema: dict) -> str:
 
 @cache
 def packaged_schema(name: str) -> dict:
-    return json.loads(resources.files("compiler.schemas").joinpath(name).read_text("utf-8"))
+    return json.loads(resources.files("poolc.schemas").joinpath(name).read_text("utf-8"))
 
 
 def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from compiler.diagnostics import Diagnostic
-from compiler.report import ordered
+from poolc.diagnostics import Diagnostic
+from poolc.report import ordered
 
 
 def render(diagnostics: list[Diagnostic]) -> str:

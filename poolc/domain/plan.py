@@ -183,7 +183,7 @@ class Plan:
     diagnostics: tuple[Diagnostic, ...]
     solver: SolverInfo
     # What the plan changes against what runs (allocation names added / removed /
-    # unchanged), set by compiler.plan.
+    # unchanged), set by poolc.plan.
     # What the plan changes: {"allocations": {added, removed, resized, unchanged},
     # "files": [{path, action}], "state": create | update | null}.
     changes: dict[str, Any] | None = None

@@ -1,7 +1,7 @@
 """Compiler-style text: one ``file:line:col: severity[RULE] message`` per line.
 
 Editors and terminals turn this shape into clickable locations. The summary
-line is not part of it (see ``compiler.report.summary``).
+line is not part of it (see ``poolc.report.summary``).
 
 File names and messages come from the repository, so they are escaped: a control
 character (a newline would start a line of its own) becomes ``\\n``/``\\xNN``, and
@@ -11,9 +11,9 @@ as GitHub Actions take such lines from a job's output as workflow commands.
 
 from __future__ import annotations
 
-from compiler.diagnostics import Diagnostic
-from compiler.report import ordered
-from compiler.report.source import with_source
+from poolc.diagnostics import Diagnostic
+from poolc.report import ordered
+from poolc.report.source import with_source
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

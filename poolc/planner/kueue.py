@@ -3,7 +3,7 @@ the objects `apply` writes (docs/planning.md#kueue-what-the-cluster-will-do).
 
 This stage takes values only: the Kueue objects and the Jobs that the targets
 render for a plan (as API objects), and the running allocations as Kueue sees
-them. It replays them through ``compiler.kueuesim`` (Kueue's scheduler, offline)
+them. It replays them through ``poolc.kueuesim`` (Kueue's scheduler, offline)
 and reads the outcome back in poolc's terms: which request Kueue admits through
 which policy (a Solution, for ``--strategy kueue``), and where the cluster will do
 otherwise than a plan says (the plan's ``runtime`` section).
