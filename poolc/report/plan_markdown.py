@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ..domain.plan import Plan, PlannedRequest
-from .objective import objective_rows
+from ..domain.plan import Plan, PlannedRequest, SolverInfo
+from .objective import objective_rows, unproven_line
 
 LIMIT = 65_536
 # What the sections may use together; the headline and the notes need the rest.
@@ -71,13 +71,19 @@ def _headline(plan: Plan) -> list[str]:
                    else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
     lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
              f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-             "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+             "", f"strategy `{solver.strategy}` ({proven}){runtime}", "", *_not_proven(solver)]
     tiers = objective_rows(solver)
     if tiers:
         lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
                   *_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), "",
                   "</details>", ""]
     return lines
+
+
+def _not_proven(solver: SolverInfo) -> list[str]:
+    """The one line naming each tier the solver did not prove, if any."""
+    line = unproven_line(solver)
+    return [line, ""] if line else []
 
 
 def _pools(plan: Plan, budget: int) -> list[str]:

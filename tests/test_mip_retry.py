@@ -1,0 +1,107 @@
+"""The MIP retry (poolc/planner/mip.py): a count tier CP-SAT's quick attempt leaves
+unproven is proven by SCIP, checked by CP-SAT, and plans stay byte-identical.
+
+The fixture is a count tier's CP-SAT model captured from the planner with
+benchmarks/capture_mip.py (`any-shape`, 200 requests, seed 4: "preempted at
+priority 10"), with the hint its quick attempt started from."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyscipopt")
+
+from poolc.planner import cpsat, mip, optimal  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "fixtures" / "mip" / "hard_count_tier.pbtxt.gz"
+
+
+def _model() -> cpsat.CpModel:
+    model = cpsat.CpModel()
+    model.proto.parse_text_format(gzip.decompress(FIXTURE.read_bytes()).decode())
+    return model
+
+
+def _quick(model: cpsat.CpModel) -> cpsat.CpSolver:
+    """The planner's quick attempt at a count tier: `COUNT_QUICK` deterministic s."""
+    solver = optimal._solver(optimal.COUNT_QUICK, presolve=True, kind="count")
+    solver.solve(model)
+    return solver
+
+
+def test_a_count_tier_cp_sat_cannot_prove_quickly_is_proven_by_the_retry():
+    model = _model()
+    quick = _quick(model)
+    status = quick.response_proto.status
+    assert status == cpsat.FEASIBLE                                  # found something, proved nothing
+    assert quick.best_objective_bound != quick.objective_value
+    notes: list[str] = []
+    built = optimal._Built(model, [], [], 0)
+    checked = optimal._mip_retry(built, model, quick, status, optimal._Budget(60.0, 1), notes.append)
+    assert checked is not None, notes
+    assert checked.response_proto.status == cpsat.OPTIMAL             # CP-SAT's check of SCIP's answer
+    assert "SCIP: proven" in notes[0]
+    assert built.mip_work and built.mip_work[0][1] > 0                # LP iterations were counted
+    # the optimum CP-SAT reaches given far longer agrees with the retry's
+    long = optimal._solver(30.0, presolve=True, kind="count")
+    assert long.solve(model) == cpsat.OPTIMAL
+    assert round(checked.objective_value) == round(long.objective_value)
+    # minimizing: the quick attempt's answer was no better than the optimum
+    assert round(quick.objective_value) >= round(checked.objective_value)
+
+
+def test_scip_stops_at_the_same_place_every_time():
+    model = _model()
+    start = list(_quick(model).response_proto.solution)
+    first = mip.solve(model.proto, start)
+    again = mip.solve(model.proto, start)
+    assert first == again
+    assert first.proven
+
+
+def test_the_lp_iteration_limit_stops_it_after_the_first_lp_without_a_proof():
+    model = _model()
+    whole = mip.solve(model.proto, None)
+    found = mip.solve(model.proto, None, lp_iterations=1)
+    assert whole.proven and not found.proven
+    assert found.status == "userinterrupt"
+    assert found.lp_iterations < whole.lp_iterations
+
+
+def test_an_answer_breaking_a_row_fails_the_check():
+    model = _model()
+    answer = mip.solve(model.proto, list(_quick(model).response_proto.solution))
+    assert answer.values is not None
+    broken = list(answer.values)
+    top = max(range(len(broken)), key=lambda i: model.proto.variables[i].domain[1])
+    broken[top] = int(model.proto.variables[top].domain[1]) + 1        # outside its domain
+    assert optimal._checked(model, broken, set(), optimal._Budget(60.0, 1)) is None
+    assert optimal._checked(model, answer.values, set(), optimal._Budget(60.0, 1)) is not None
+
+
+@pytest.mark.slow
+def test_plans_with_the_retry_are_byte_identical_across_runs_and_hash_seeds(tmp_path):
+    """A whole `poolc plan` of a platform where the retry runs, three times."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from plan_cli import write_instance
+    from plan_scale import make_problem
+
+    write_instance(make_problem(4, n_requests=200, generator="any-shape"), tmp_path / "platform")
+    digests, stderr = set(), ""
+    for seed in ("0", "1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+        done = subprocess.run([sys.executable, "-m", "poolc", "plan", "--format", "json", str(tmp_path / "platform")],
+                              capture_output=True, env=env, check=False)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        digests.add(hashlib.sha256(done.stdout).hexdigest())
+        stderr = done.stderr.decode()
+    assert len(digests) == 1
+    assert "SCIP: proven" in stderr          # the retry did run and prove a tier
