@@ -98,7 +98,8 @@ def test_plans_with_the_retry_are_byte_identical_across_runs_and_hash_seeds(tmp_
     digests, stderr = set(), ""
     for seed in ("0", "1", "4242"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-m", "poolc", "plan", "--format", "json", str(tmp_path / "platform")],
+        done = subprocess.run([sys.executable, "-m", "poolc", "plan", "--format", "json", "--verbose",
+                               str(tmp_path / "platform")],
                               capture_output=True, env=env, check=False)
         assert done.returncode == 0, done.stderr.decode()[-2000:]
         digests.add(hashlib.sha256(done.stdout).hexdigest())

@@ -171,6 +171,7 @@ class Runtime:
     engine: str                                   # "kueue"
     differences: tuple[RuntimeDifference, ...]    # sorted by id
     notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
+    stopped: str = ""                             # why the replay stopped before it settled ("" if it did)
 
     @property
     def agrees(self) -> bool:
@@ -181,6 +182,8 @@ class Runtime:
                                  "differences": [x.as_dict() for x in self.differences]}
         if self.notes:
             found["notes"] = list(self.notes)
+        if self.stopped:
+            found["stopped"] = self.stopped
         return found
 
 
@@ -368,6 +371,9 @@ def _runtime_from_dict(data: dict) -> Runtime:
     notes = data.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise PlanFormatError("not a poolc plan file: runtime: 'notes' must list strings")
-    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes))
+    stopped = data.get("stopped", "")
+    if not isinstance(stopped, str):
+        raise PlanFormatError("not a poolc plan file: runtime: 'stopped' must be a string")
+    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes), stopped)
 
 

@@ -94,10 +94,21 @@ def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: 
     return found
 
 
+# The replay's work bound (kueuesim's ``simulate(max_work=...)``): nominations weighted by the
+# ClusterQueues of their cohort, counted, never timed. Hundreds of step operators with a policy
+# each on one pool make hundreds of ClusterQueues in one cohort, and every nomination that
+# looks for preemption candidates walks them all: 2,500 steps and 400 operators took 71 CPU s
+# to replay. See docs/planning.md for what a plan says when the bound stops its replay.
+REPLAY_WORK = 1_500_000
+
+
 def replay(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
-           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None) -> Simulation:
-    """Kueue's scheduler over these objects until nothing more can be admitted."""
-    return simulate(objects, workloads(objects, jobs, arrival, running, batch_of))
+           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None,
+           max_work: int | None = None) -> Simulation:
+    """Kueue's scheduler over these objects until nothing more can be admitted, or
+    until ``max_work`` (default `REPLAY_WORK`; then ``Simulation.stopped`` says so)."""
+    return simulate(objects, workloads(objects, jobs, arrival, running, batch_of),
+                    max_work=REPLAY_WORK if max_work is None else max_work)
 
 
 def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dict[str, str]:

@@ -168,7 +168,9 @@ def _changes(console: Console, changes: Mapping, diffs: Mapping[str, str]) -> No
 def _runtime(console: Console, runtime: Runtime) -> None:
     """What the cluster will do with what apply writes, where it differs from the plan."""
     console.print(Text(f"What the cluster will do ({runtime.engine})", style="bold underline"))
-    if runtime.agrees:
+    if runtime.stopped:
+        console.print(_indented(f"stopped: {runtime.stopped}", 2), style="yellow")
+    elif runtime.agrees:
         console.print("  agrees with the plan on every Kubernetes request and running allocation")
     for difference in runtime.differences:
         console.print(Text(f"  ! {difference.id}  plan: {difference.plan}, cluster: {difference.cluster}",
