@@ -27,6 +27,10 @@ Why it is shaped this way:
   "preempted at v" tier with the "admitted at p" tier after it (`_fold_count`),
   on the restricted copy of the second. On a large part the fold's hint is
   first polished: its objective with the admissions fixed (`_polished`).
+* A count tier or FIFO that CP-SAT does not prove in a quick first attempt goes
+  once to SCIP (`mip.py`, `_mip_retry`): on platforms of many shapes it proves at
+  the root node tiers CP-SAT stops on after its whole share. Node and LP-iteration
+  limits, one thread, and CP-SAT checks its answer before it is used.
 * Independent parts (`decompose.py`): pools that no request class can choose
   between are planned as separate models, one after the other, each with the
   global tier list; tier values add up. Exact, and smaller models prove faster.
@@ -1135,7 +1139,7 @@ def _mip_retry(b: _Built, model: cp_model.CpModel, solver: cp_model.CpSolver, st
     whole share, and FIFO on three of five seeds; it costs 0.3-0.5 CPU s a call,
     so it runs only after CP-SAT's quick attempt failed."""
     skip = set(b.cut_rows + b.link_rows)
-    if not mip.translatable(model.proto, skip):
+    if not _mip_on() or not mip.translatable(model.proto, skip):
         return None
     start = list(solver.response_proto.solution) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
     found = mip.solve(model.proto, start, skip=skip)
