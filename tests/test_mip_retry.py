@@ -106,3 +106,12 @@ def test_plans_with_the_retry_are_byte_identical_across_runs_and_hash_seeds(tmp_
         stderr = done.stderr.decode()
     assert len(digests) == 1
     assert "SCIP: proven" in stderr          # the retry did run and prove a tier
+
+
+def test_a_plan_that_needs_no_retry_never_imports_scip():
+    """pyscipopt is imported by the planner only when a retry runs."""
+    code = ("import sys; from poolc.plan import plan_paths; plan = plan_paths(['examples']).plan; "
+            "print(plan.solver.status, 'pyscipopt' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["OPTIMAL", "False"], done.stderr[-2000:]
