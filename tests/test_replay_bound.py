@@ -29,7 +29,8 @@ def test_without_a_tight_bound_the_replay_settles_and_says_nothing(tmp_path):
 
 
 def test_a_tight_bound_stops_the_replay_at_the_same_cycle_every_time(tmp_path, monkeypatch):
-    monkeypatch.setattr(kueue, "REPLAY_WORK", 2)
+    monkeypatch.setattr(kueue, "REPLAY_WORK_MIN", 2)
+    monkeypatch.setattr(kueue, "REPLAY_WORK_PER_WORKLOAD", 0)
     root = _platform(tmp_path)
     first = replayed(root)[1]
     again = replayed(root)[1]
@@ -40,7 +41,8 @@ def test_a_tight_bound_stops_the_replay_at_the_same_cycle_every_time(tmp_path, m
 
 
 def test_a_plan_whose_replay_stopped_says_so_everywhere(tmp_path, monkeypatch):
-    monkeypatch.setattr(kueue, "REPLAY_WORK", 2)
+    monkeypatch.setattr(kueue, "REPLAY_WORK_MIN", 2)
+    monkeypatch.setattr(kueue, "REPLAY_WORK_PER_WORKLOAD", 0)
     monkeypatch.chdir(_platform(tmp_path))
     plan = plan_paths(["."]).plan
     assert plan.runtime is not None and plan.runtime.stopped
