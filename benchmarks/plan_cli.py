@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from gen_redteam import make_redteam  # noqa: E402
 from plan_scale import make_problem, seed_range  # noqa: E402
 
 from poolc.domain.problem import Problem, Request  # noqa: E402
@@ -289,7 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,5000,10000,20000,50000")
     ap.add_argument("--seeds", default="1-5")
-    ap.add_argument("--generators", default="repertoire,any-shape,heavy-tailed")
+    ap.add_argument("--generators", default="repertoire,any-shape,heavy-tailed",
+                    help="any of repertoire, any-shape, heavy-tailed, and red-team (gen_redteam.py's input, "
+                         "whatever the size)")
     ap.add_argument("--baseline", metavar="REV",
                     help="also run the poolc of git revision REV (e.g. main) on every instance, each "
                          "before/after pair in a row: the side-by-side figures of a change")
@@ -330,7 +333,8 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
             listed = [s for s in caps if s <= size]
             cap = caps[max(listed)] if listed else len(seeds)
             for seed in seeds[:cap]:
-                problem = make_problem(seed, n_requests=size, generator=gen)
+                problem = (make_redteam(seed) if gen == "red-team"      # its own size: 2,500 steps
+                           else make_problem(seed, n_requests=size, generator=gen))
                 classes = len({(r.requester, tuple(sorted(r.demand.items())), r.preemptible)
                                for r in problem.requests})
                 directory = work / f"{gen}-{size}-{seed}"
