@@ -8,31 +8,18 @@ one line on stderr and exit 3.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import os
+import re
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import click
 
-def _interrupted_hook(kind, value, traceback, _previous=sys.excepthook):  # type: ignore[no-untyped-def]  # noqa: ANN001
-    """Ctrl-C while the modules are still being imported: one line, no traceback."""
-    if issubclass(kind, KeyboardInterrupt):
-        sys.stderr.write("poolc: interrupted\n")
-        sys.stderr.flush()
-        os._exit(130)
-    _previous(kind, value, traceback)
-
-
-sys.excepthook = _interrupted_hook  # before the imports below, which take a while
-
-import functools  # noqa: E402
-import re  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import TYPE_CHECKING, Any, TypeVar, cast  # noqa: E402
-
-import click  # noqa: E402
-
-from . import __version__  # noqa: E402
-from .domain.plan import STRATEGIES  # noqa: E402
+from . import __version__
+from .domain.plan import STRATEGIES
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
