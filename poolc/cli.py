@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
 FORMATS = ["text", "json", "github", "sarif"]
+# What `pip install 'poolc[plan]'` adds: validate (and its pre-commit hook) runs without them.
+PLAN_EXTRA = frozenset({"ortools", "rich"})
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,6 +50,11 @@ def guarded(fn: F) -> F:
             sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             from .validate import OptionsError
+
+            if isinstance(exc, ModuleNotFoundError) and (exc.name or "").partition(".")[0] in PLAN_EXTRA:
+                click.echo(f"poolc: this command needs the 'plan' extra ({exc.name} is not installed): "
+                           "pip install 'poolc[plan]'", err=True)
+                sys.exit(EXIT_FINDINGS)
 
             if isinstance(exc, OptionsError):  # a bad --disable or [tool.poolc]: a usage error
                 click.echo(f"poolc: {exc}", err=True)
