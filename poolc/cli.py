@@ -485,6 +485,26 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     sys.exit(EXIT_OK)
 
 
+@state.command("rerun")
+@click.argument("names", nargs=-1, required=True)
+@state_file_option
+@guarded
+def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
+    """Run finished steps again (step ids pipeline/step, or pipelines): the state forgets
+    that they finished, so the next plan requests them and apply writes their Jobs."""
+    from .state import DEFAULT_STATE
+    from .statecmd import rerun
+
+    change = _locked(lambda: rerun(state_file or DEFAULT_STATE, names))
+    if not change.ok:
+        emit_diagnostics(change.diagnostics, "text", False)
+        click.echo(f"poolc: nothing changed: {change.refused}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    for label in change.removed:
+        click.echo(f"to run again: {label}")
+    sys.exit(EXIT_OK)
+
+
 @state.command("import")
 @paths_argument
 @state_file_option

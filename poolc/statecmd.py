@@ -4,6 +4,7 @@
 - ``rm NAME...``: a step (or allocation) finished: its allocation leaves the state
   and releases its capacity, and the step is not requested again until its
   inputs change (the state remembers the digest of the inputs it ran with).
+- ``rerun NAME...``: forget that steps finished, so they are planned (and run) again.
 - ``import``: refresh the running allocations from what the cluster reports:
   Kueue Workloads (``kubectl get workloads.kueue.x-k8s.io -A -o json``) and
   SageMaker training jobs (``aws sagemaker describe-training-job`` outputs). Jobs
@@ -92,6 +93,31 @@ def remove(path: str, names: Iterable[str]) -> StateChange:
             change.removed.append(alloc.metadata.name)
         kept = [a for a in state.allocations if a.metadata.name not in change.removed]
         write_atomic(path, dump_state(state_dict(state, kept, finished)))
+    return change
+
+
+def rerun(path: str, names: Iterable[str]) -> StateChange:
+    """Forget that steps finished, so the next plan requests them again: NAME is a step
+    id (``pipeline/step``) or a pipeline (all its finished steps)."""
+    change = StateChange()
+    with state_lock(path):
+        state, problem = _readable(path)
+        change.diagnostics = list(state.diagnostics)
+        if problem:
+            change.refused = problem
+            return change
+        finished = dict(state.finished)
+        for name in names:
+            labels = [step_label(name)] if "/" in name else [k for k in finished if k.startswith(f"{name}.")]
+            found = [label for label in labels if label in finished]
+            if not found:
+                known = ", ".join(sorted(finished)[:8]) or "none"
+                change.refused = f"no finished step {name!r} in {path} (finished: {known})"
+                return change
+            for label in found:
+                del finished[label]
+                change.removed.append(label)
+        write_atomic(path, dump_state(state_dict(state, state.allocations, finished)))
     return change
 
 

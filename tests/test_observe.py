@@ -14,18 +14,23 @@ from pathlib import Path
 
 import pytest
 from support import cli
-from test_state_commands import (  # noqa: F401 - workload_schema is a fixture
-    STARTED,
-    apply,
-    described,
-    jobs,
-    report,
-    sagemaker_report,
-    workload,
-    workload_schema,
-)
+from test_state_commands import CRDS, STARTED, apply, described, jobs, report, sagemaker_report, workload
 
 ENDED = "2026-11-24T09:00:00Z"
+NOTEBOOK = "wl-ml-research--pod-notebook-alice-5f6d7"
+
+
+@pytest.fixture(scope="module")
+def workload_schema():
+    """The Workload CRD's v1beta2 schema, when the oracle CRDs are beside the repository."""
+    if not CRDS.is_dir():
+        return None
+    import jsonschema
+    import yaml
+
+    crd = yaml.safe_load((CRDS / "kueue.x-k8s.io_workloads.yaml").read_text(encoding="utf-8"))
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
+    return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
 
 
 def state() -> dict:
@@ -139,7 +144,7 @@ def test_a_foreign_workload_counts_against_its_queues_policy_and_the_plan_lists_
     assert result.exit_code == 0, result.output
     assert "appeared: wl-ml-research--pod-notebook-alice-5f6d7" in result.stdout
     assert "S003" not in result.output
-    held = next(a for a in state()["allocations"] if a["metadata"]["name"] == "wl-ml-research--pod-notebook-alice-5f6d7")
+    held = next(a for a in state()["allocations"] if a["metadata"]["name"] == NOTEBOOK)
     assert held["spec"] == {"subject": "research-k8s", "pool": "datacenter-one", "preemptible": True,
                             "holds": {"gpu": 2, "mcpu": 4000, "memory_mb": 34360, "step_run": 1},
                             "started_at": STARTED}

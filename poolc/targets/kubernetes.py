@@ -14,7 +14,7 @@ import json
 import re
 from collections import defaultdict
 
-from ..domain.naming import dns_label, hash_suffixed, local_queue_name, priority_class_name
+from ..domain.naming import MAX_NAME, dns_label, hash_suffixed, local_queue_name, priority_class_name, short_name
 from ..model import KubernetesComponent
 from ..requests import GPU_PRODUCT_LABEL, StepRequest, step_inputs
 from ..units import format_mcpu, format_memory_mb
@@ -79,7 +79,7 @@ def versioned_name(name: str, spec: dict) -> str:
     apply`` leaves the Job alone), a changed one gets a new name, so applying it
     creates a new Job instead of failing on the old one's immutable pod template."""
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    return f"{name[:63 - SPEC_DIGITS - 1].rstrip('-')}-{digest[:SPEC_DIGITS]}"
+    return f"{short_name(name, MAX_NAME - SPEC_DIGITS - 1)}-{digest[:SPEC_DIGITS]}"
 
 
 def _resources(request: StepRequest) -> dict:

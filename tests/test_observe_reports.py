@@ -1,0 +1,206 @@
+"""Odd cluster reports: every malformed or contradictory entry is a diagnostic naming
+the report file and the entry, a failed import changes nothing, and no report
+makes `state import` or `plan --observed` exit 3."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import cli
+from test_state_commands import apply, described, jobs, workload
+
+from poolc.reports import load_report
+
+pytestmark = pytest.mark.usefixtures("platform")
+
+
+def running_workload() -> dict:
+    job = next(j for j in jobs() if j["metadata"]["labels"]["poolc.dev/step"] == "train_model")
+    return workload(job, "QuotaReserved", "Admitted")
+
+
+def running_job() -> dict:
+    body = json.loads(Path("deploy/sagemaker/llm-finetune--finetune.json").read_text(encoding="utf-8"))
+    return described(body, "InProgress")
+
+
+def kueue_with(*items: dict) -> str:
+    Path("kueue.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)}),
+                                  encoding="utf-8")
+    return "kueue.json"
+
+
+def sagemaker_with(*items: object) -> str:
+    Path("sagemaker.json").write_text(json.dumps(list(items)), encoding="utf-8")
+    return "sagemaker.json"
+
+
+def broken(change) -> dict:
+    item = running_workload()
+    change(item)
+    return item
+
+
+def set_path(item: dict, path: tuple, value: object) -> None:
+    for key in path[:-1]:
+        item = item[key]
+    item[path[-1]] = value
+
+
+KUEUE_CASES = {
+    "spec null": ((("spec",), None), "(ml-prod/job-prod-training--train-model-"),
+    "podSets a number": ((("spec", "podSets"), 5), "spec.podSets"),
+    "podSets empty": ((("spec", "podSets"), []), "spec.podSets"),
+    "conditions an object": ((("status", "conditions"), {"type": "Admitted", "status": "True"}), "status.conditions"),
+    "conditions a string": ((("status", "conditions"), "Admitted"), "status.conditions"),
+    "a condition without status": ((("status", "conditions"), [{"type": "Admitted"}]), "status.conditions.0.status"),
+    "a year before 1000": ((("status", "conditions", 1, "lastTransitionTime"), "0001-01-01T00:00:00Z"), "1970-9999"),
+    "a year before 1970": ((("status", "conditions", 1, "lastTransitionTime"), "1969-12-31T23:59:59Z"), "1970-9999"),
+    "a naive timestamp": ((("status", "conditions", 1, "lastTransitionTime"), "2026-11-23T03:05:00"),
+                          "has no time zone"),
+    "not a timestamp": ((("status", "conditions", 1, "lastTransitionTime"), "yesterday"), "not an RFC 3339"),
+    "count negative": ((("spec", "podSets", 0, "count"), -1), "spec.podSets.0.count"),
+    "labels not strings": ((("spec", "podSets", 0, "template", "metadata", "labels"), {"poolc.dev/step": 5}),
+                           "labels"),
+    "metadata null": ((("metadata",), None), "metadata"),
+    "status a list": ((("status",), []), "status"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KUEUE_CASES))
+def test_a_malformed_workload_is_an_error_at_its_entry_and_changes_nothing(case):
+    apply()
+    before = Path("poolc.state.json").read_bytes()
+    (path, value), expected = KUEUE_CASES[case]
+    good = running_workload()
+    result = cli("state", "import", "examples", "--kueue", kueue_with(good, broken(lambda w: set_path(w, path, value))))
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stdout.splitlines() if "error[O001]" in line]
+    assert len(errors) == 1, result.stdout
+    assert errors[0].startswith("kueue.json:") and "items[1]" in errors[0] and expected in errors[0], errors[0]
+    assert "nothing imported" in result.stderr
+    assert Path("poolc.state.json").read_bytes() == before
+
+
+SAGEMAKER_CASES = {
+    "TrainingJobStatus null": (("TrainingJobStatus", None), "TrainingJobStatus"),
+    "TrainingJobStatus unknown": (("TrainingJobStatus", "Exploded"), "TrainingJobStatus"),
+    "Environment a list": (("Environment", ["POOLC_STEP=finetune"]), "Environment"),
+    "Environment values not strings": (("Environment", {"POOLC_STEP": 1}), "Environment"),
+    "CreationTime missing year": (("CreationTime", "0999-01-01T00:00:00Z"), "1970-9999"),
+    "CreationTime naive": (("CreationTime", "2026-11-23T03:05:00"), "has no time zone"),
+    "TrainingStartTime epoch out of range": (("TrainingStartTime", -5), "1970-9999"),
+    "TrainingStartTime a boolean": (("TrainingStartTime", True), "timestamp"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAGEMAKER_CASES))
+def test_a_malformed_training_job_is_an_error_at_its_entry_and_changes_nothing(case):
+    apply()
+    before = Path("poolc.state.json").read_bytes()
+    (key, value), expected = SAGEMAKER_CASES[case]
+    item = running_job()
+    item[key] = value
+    result = cli("state", "import", "examples", "--sagemaker", sagemaker_with(item))
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stdout.splitlines() if "error[O001]" in line]
+    assert len(errors) == 1 and errors[0].startswith("sagemaker.json:"), result.stdout
+    assert "[0] (llm-finetune--finetune)" in errors[0] and expected in errors[0], errors[0]
+    assert Path("poolc.state.json").read_bytes() == before
+
+
+def test_duplicates_and_contradictions_are_errors_naming_both_entries():
+    apply()
+    before = Path("poolc.state.json").read_bytes()
+    good = running_workload()
+    result = cli("state", "import", "examples", "--kueue", kueue_with(good, copy.deepcopy(good)))
+    assert result.exit_code == 1 and "listed twice (also items[0]" in result.stdout, result.output
+    twice = copy.deepcopy(good)
+    twice["metadata"]["name"] += "-again"
+    result = cli("state", "import", "examples", "--kueue", kueue_with(good, twice))
+    assert result.exit_code == 1 and "runs twice" in result.stdout and "items[0]" in result.stdout, result.output
+    job = running_job()
+    result = cli("state", "import", "examples", "--sagemaker", sagemaker_with(job, job))
+    assert result.exit_code == 1 and "is listed twice" in result.stdout
+    # one step reported by both targets
+    elsewhere = running_workload()
+    for labels in (elsewhere["spec"]["podSets"][0]["template"]["metadata"]["labels"],):
+        labels.update({"poolc.dev/pipeline": "llm-finetune", "poolc.dev/step": "finetune"})
+    result = cli("state", "import", "examples", "--kueue", kueue_with(elsewhere), "--sagemaker", sagemaker_with(job))
+    assert result.exit_code == 1 and "reported both by Kueue" in result.stdout, result.output
+    condition_twice = running_workload()
+    condition_twice["status"]["conditions"].append(dict(condition_twice["status"]["conditions"][1], status="False"))
+    result = cli("state", "import", "examples", "--kueue", kueue_with(condition_twice))
+    assert result.exit_code == 1 and "condition Admitted is listed twice" in result.stdout, result.output
+    assert Path("poolc.state.json").read_bytes() == before
+
+
+def test_report_entries_have_positions():
+    apply()
+    good = running_workload()
+    Path("kueue.json").write_text(json.dumps({"kind": "List", "items": [good, {"kind": "Pod"}]}, indent=2),
+                                  encoding="utf-8")
+    report = load_report("kueue.json", "kueue")
+    (diagnostic,) = report.diagnostics
+    text = Path("kueue.json").read_text(encoding="utf-8").splitlines()
+    assert text[diagnostic.line - 1][diagnostic.column - 1:].startswith("{")
+    assert diagnostic.line > 10 and "items[1] is not a kueue.x-k8s.io Workload" in diagnostic.message
+
+
+# --- fuzz --------------------------------------------------------------------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False)
+                    | st.text(max_size=12) | st.sampled_from(["True", "Admitted", "Finished", "Evicted",
+                                                               "0001-01-01T00:00:00Z", "2026-11-23T03:05:00",
+                                                               "2026-11-23T03:05:00Z", "InProgress", "Completed"]),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                 max_size=3),
+                    max_leaves=8)
+
+
+def _paths(value: object, prefix: tuple = ()) -> list[tuple]:
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += _paths(inner, prefix + (key,))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += _paths(inner, prefix + (index,))
+    return found
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_state_import_never_exits_3_and_never_changes_the_state_on_failure(data):
+    """Mutate one value anywhere in valid reports (or replace a report outright) and import."""
+    if not Path("poolc.state.json").exists():
+        apply()
+    before = Path("poolc.state.json").read_bytes()
+    workload_item, job = running_workload(), running_job()
+    kind = data.draw(st.sampled_from(["kueue", "sagemaker", "whole"]))
+    if kind == "whole":
+        Path("kueue.json").write_text(json.dumps(data.draw(JSON)), encoding="utf-8")
+        args = ["--kueue", "kueue.json"]
+    else:
+        target: dict = workload_item if kind == "kueue" else job
+        path = data.draw(st.sampled_from(_paths(target)))
+        set_path(target, path, data.draw(JSON))
+        args = ["--kueue", kueue_with(workload_item)] if kind == "kueue" else ["--sagemaker", sagemaker_with(job)]
+    result = cli("state", "import", "examples", *args, "--allow-empty")
+    assert result.exit_code in (0, 1), result.output
+    assert "internal error" not in result.stderr
+    if result.exit_code == 1:
+        assert Path("poolc.state.json").read_bytes() == before
+        assert "nothing imported" in result.stderr
+    else:
+        Path("poolc.state.json").write_bytes(before)
+    observed = cli("plan", "examples", "--observed", args[1], "--format", "json")
+    assert observed.exit_code in (0, 1), observed.output
+    assert "internal error" not in observed.stderr
+    assert Path("poolc.state.json").read_bytes() == before
