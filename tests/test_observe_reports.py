@@ -204,3 +204,24 @@ def test_fuzz_state_import_never_exits_3_and_never_changes_the_state_on_failure(
     assert observed.exit_code in (0, 1), observed.output
     assert "internal error" not in observed.stderr
     assert Path("poolc.state.json").read_bytes() == before
+
+
+def test_an_entry_poolc_cannot_place_is_a_warning_and_the_rest_is_imported():
+    apply()
+    stranger = running_workload()
+    stranger["metadata"]["name"] = "job-gone-pipeline-1"
+    stranger["spec"]["podSets"][0]["template"]["metadata"]["labels"]["poolc.dev/pipeline"] = "gone-pipeline"
+    job = running_job()
+    job["Environment"] = dict(job["Environment"], POOLC_POLICY="no-such-policy")
+    state = json.loads(Path("poolc.state.json").read_text(encoding="utf-8"))
+    state["allocations"] = [a for a in state["allocations"] if a["metadata"]["name"] != "llm-finetune--finetune"]
+    Path("poolc.state.json").write_text(json.dumps(state), encoding="utf-8")
+    result = cli("state", "import", "examples", "--kueue", kueue_with(running_workload(), stranger),
+                 "--sagemaker", sagemaker_with(job))
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stdout.splitlines() if "warning[O002]" in line]
+    assert len(warnings) == 2, result.stdout
+    assert any("kueue.json:" in w and "items[1]" in w and "gone-pipeline/train_model is not in the inputs" in w
+               for w in warnings)
+    assert any("sagemaker.json:" in w and "no-such-policy" in w for w in warnings)
+    assert "running: prod-training--train-model" in result.stdout

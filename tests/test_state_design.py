@@ -59,7 +59,8 @@ def cluster_reports(store: Path, into: Path) -> list[str]:
             continue
         admitted = f"{labels['poolc.dev/pipeline']}.{labels['poolc.dev/step']}" in running
         items.append(workload(job, "QuotaReserved", "Admitted") if admitted else workload(job))
-    bodies = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((store / "deploy" / "sagemaker").glob("*.json"))]
+    bodies = [json.loads(p.read_text(encoding="utf-8"))
+              for p in sorted((store / "deploy" / "sagemaker").glob("*.json"))]
     (into / "workloads.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
                                          encoding="utf-8")
     (into / "training-jobs.json").write_text(json.dumps([described(b, "InProgress") for b in bodies]),
@@ -118,7 +119,8 @@ def platform_repo(tmp_path, monkeypatch) -> tuple[Path, Path, Path]:
     return repo, store, reports
 
 
-A_CHANGE = ("config/pipelines/prod-training.yaml", "evaluate:\n", "evaluate:\n      image: registry.example.com/ml/eval:2\n")
+A_CHANGE = ("config/pipelines/prod-training.yaml", "evaluate:\n",
+            "evaluate:\n      image: registry.example.com/ml/eval:2\n")
 B_CHANGE = ("config/pipelines/research-sweep.yaml", "summarize:\n",
             "summarize:\n      image: registry.example.com/ml/summary:3\n")
 
