@@ -99,9 +99,12 @@ def _queues(config: Config, components: Mapping[str, object]) -> dict[str, tuple
     return found
 
 
-def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic]) -> dict[str, Observation]:
+def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
+                  current: Mapping[str, str]) -> dict[str, Observation]:
     """The entry that speaks for each step: the running one, else a pending one, else a
-    finished one. A step reported by both targets, or running twice, is an error."""
+    finished one (one that ran the step's current inputs first). A step reported by
+    both targets is an error; so is one running twice, unless exactly one of the two
+    runs the current inputs (an old Job not yet deleted: a warning)."""
     by_step: dict[str, list[Observation]] = {}
     for item in items:
         if item.step is not None:
@@ -113,11 +116,16 @@ def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic]) -> d
             problems.append(_at(found[-1], d.O001, f"step {step} is reported both by Kueue ({_names(found, KUEUE)}) "
                                 "and by SageMaker (" + _names(found, SAGEMAKER) + "); a step runs on one target"))
             continue
+        found = sorted(found, key=lambda x: x.inputs != current.get(step))   # the current inputs first
         running = [x for x in found if x.status == RUNNING]
         if len(running) > 1:
-            problems.append(_at(running[-1], d.O001, f"step {step} runs twice ({_names(running, None)}); stop "
-                                "one of them, poolc does not guess which one the plan should count"))
-            continue
+            if running[0].inputs == current.get(step) and running[1].inputs != current.get(step):
+                problems.append(_at(running[1], d.O002, f"an older Job of step {step} still runs beside "
+                                    f"{running[0].where}; the current one counts: delete the old one"))
+            else:
+                problems.append(_at(running[-1], d.O001, f"step {step} runs twice ({_names(running, None)}); "
+                                    "stop one of them, poolc does not guess which one the plan should count"))
+                continue
         pending = [x for x in found if x.status == PENDING]
         chosen[step] = (running or pending or found)[0]
     return chosen
@@ -165,7 +173,7 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
                                            "wrong kubectl context or AWS region looks the same: check it, or "
                                            "give --allow-empty if nothing runs"))
 
-    chosen = _one_per_step(items, problems)
+    chosen = _one_per_step(items, problems, {r.id: step_inputs(r) for r in requests})
     for step, item in sorted(chosen.items()):
         if step not in steps:
             problems.append(_at(item, d.O002, f"step {step} is not in the inputs given; ignored"))

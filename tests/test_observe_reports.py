@@ -225,3 +225,22 @@ def test_an_entry_poolc_cannot_place_is_a_warning_and_the_rest_is_imported():
                for w in warnings)
     assert any("sagemaker.json:" in w and "no-such-policy" in w for w in warnings)
     assert "running: prod-training--train-model" in result.stdout
+
+
+def test_an_older_job_still_running_beside_the_current_one_is_a_warning():
+    """After a change, the old Job can still run for a moment beside the new one (until
+    `kubectl apply --prune` deletes it): the one with the current inputs counts."""
+    apply()
+    current = running_workload()
+    old = copy.deepcopy(current)
+    old["metadata"]["name"] = "job-prod-training--train-model-0a0a0a-1a2b3"
+    old["spec"]["podSets"][0]["template"]["metadata"]["labels"]["poolc.dev/inputs"] = "0" * 16
+    old["status"]["conditions"][1]["lastTransitionTime"] = "2026-11-20T00:00:00Z"
+    result = cli("state", "import", "examples", "--kueue", kueue_with(old, current), "--allow-empty")
+    assert result.exit_code == 0, result.output
+    (warning,) = [line for line in result.stdout.splitlines() if "warning[O002]" in line]
+    assert "items[0]" in warning and "an older Job of step prod-training/train_model still runs" in warning
+    state = json.loads(Path("poolc.state.json").read_text(encoding="utf-8"))
+    train = next(a for a in state["allocations"] if a["metadata"]["labels"].get("poolc.dev/step") ==
+                 "prod-training.train_model")
+    assert train["spec"]["started_at"] == current["status"]["conditions"][1]["lastTransitionTime"]
