@@ -5,15 +5,16 @@
   and releases its capacity, and the step is not requested again until its
   inputs change (the state remembers the digest of the inputs it ran with).
 - ``rerun NAME...``: forget that steps finished, so they are planned (and run) again.
-- ``import``: refresh the running allocations from what the cluster reports:
-  Kueue Workloads (``kubectl get workloads.kueue.x-k8s.io -A -o json``) and
-  SageMaker training jobs (``aws sagemaker describe-training-job`` outputs). Jobs
-  are matched to steps by the labels and environment poolc puts on them;
-  admitted or running ones stay or appear with their real start times, finished,
-  failed or evicted ones leave. Unknown or malformed entries are diagnostics, and
-  an import with any error changes nothing.
+- ``import``: make the state what the cluster reports: Kueue Workloads (``kubectl
+  get workloads.kueue.x-k8s.io -A -o json``) and SageMaker training jobs (``aws
+  sagemaker describe-training-job`` outputs), read by ``poolc.reports`` and turned
+  into a state by ``poolc.observe`` (running work keeps its real start time,
+  finished work is recorded finished, evicted work waits again, foreign Workloads
+  in poolc's queues count). Malformed entries are diagnostics, and an import with
+  any error changes nothing.
 
-Every change is one atomic write of the state under the state lock.
+Every change is one atomic write of the state under the state lock; a lock held by
+another command is ``StateLockError``, which the CLI reports as one line, exit 1.
 """
 
 from __future__ import annotations
