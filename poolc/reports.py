@@ -33,6 +33,7 @@ from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .jsonpos import JsonScan, bounded_int
 from .kueuesim.quantity import parse_quantity
+from .model import MAX_INT
 
 KUEUE, SAGEMAKER = "kueue", "sagemaker"
 RUNNING, FINISHED, PENDING = "running", "finished", "pending"
@@ -409,7 +410,7 @@ def _workload(file: str, where: str, span: tuple[int, int, int, int], key: str,
 
 # Kubernetes resource -> poolc request key, and the factor from Kueue's integer units.
 _KEYS = {"cpu": "mcpu", "memory": "memory_mb", "nvidia.com/gpu": "gpu", "pods": "step_run"}
-MAX_HELD = 10**15
+MAX_HELD = MAX_INT          # what an Allocation's holds may say
 
 
 def _amount(resource: str, quantity: Quantity) -> int:
