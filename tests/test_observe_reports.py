@@ -244,3 +244,24 @@ def test_an_older_job_still_running_beside_the_current_one_is_a_warning():
     train = next(a for a in state["allocations"] if a["metadata"]["labels"].get("poolc.dev/step") ==
                  "prod-training.train_model")
     assert train["spec"]["started_at"] == current["status"]["conditions"][1]["lastTransitionTime"]
+
+
+def test_what_a_foreign_workload_holds():
+    """Kueue's own account when it gives one; else the pod sets' requests (limits where a
+    request is missing) times their counts; a quantity no Allocation can hold is an error."""
+    from test_observe import notebook
+
+    item = notebook("research-k8s-dc1-burst", gpus=1)
+    del item["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+    podset = item["spec"]["podSets"][0]
+    podset["count"] = 3
+    podset["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m", "memory": "1G"},
+                                                                "limits": {"nvidia.com/gpu": "1", "memory": "2G"}}
+    report = load_report(kueue_with(item), "kueue")
+    (seen,) = report.observations
+    assert seen.step is None and seen.queue == "research-k8s-dc1-burst"
+    assert seen.holds == {"gpu": 3, "mcpu": 1500, "memory_mb": 3000, "step_run": 3}
+    huge = notebook("research-k8s-dc1-burst")
+    huge["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["nvidia.com/gpu"] = "2e12"
+    report = load_report(kueue_with(huge), "kueue")
+    assert not report.observations and "nvidia.com/gpu '2e12' is too large" in report.diagnostics[0].message
