@@ -315,3 +315,16 @@ def test_a_document_that_disagrees_with_the_imported_state_gives_way_with_a_warn
     pool = next(p for p in plan["pools"] if p["name"] == "datacenter-one")
     Path("examples/running.yaml").unlink()
     assert next(p for p in plan_json()["pools"] if p["name"] == "datacenter-one") == pool
+
+
+def test_the_step_of_an_allocation_document_must_exist(platform):
+    Path("examples/running.yaml").write_text(allocation_document("train-model-run", "prod-training/train_modle"),
+                                             encoding="utf-8")
+    result = cli("validate", "examples")
+    assert result.exit_code == 1
+    assert "running.yaml:9:9: error[N002] allocation 'train-model-run' runs step 'prod-training/train_modle', but " \
+           "pipeline 'prod-training' has no step 'train_modle'; did you mean 'train_model'?" in result.stdout
+    Path("examples/running.yaml").write_text(allocation_document("train-model-run", "no-such/train"),
+                                             encoding="utf-8")
+    result = cli("validate", "examples")
+    assert result.exit_code == 1 and "pipeline 'no-such', which is not defined" in result.stdout
