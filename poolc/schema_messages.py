@@ -13,7 +13,7 @@ from . import API_VERSION
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .load import Document
-from .model import NEW_SPELLINGS, NO_MEANING, RESOURCE_MAP_KEY
+from .model import NEW_SPELLINGS, RESOURCE_MAP_KEY
 
 _PATTERN_HELP = {
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS-1123 label (lower-case letters, digits and '-', "
@@ -251,10 +251,6 @@ def _bound(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
 
 def _not(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     value, path = error.instance, tuple(error.absolute_path)
-    if path[-1:] and path[-1] in NO_MEANING:
-        yield doc.diagnostic(d.S007, f"{path[-1]!r} (ZenML 0.98) has no meaning in poolc, which would "
-                             "ignore it; remove it", path, key=True)
-        return
     if not isinstance(value, dict):
         yield from _generic(error, doc, root)
         return
@@ -269,10 +265,6 @@ def _not(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
 
 def _enum(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     path = tuple(error.absolute_path)
-    if path[-1:] == ("reclaim_tolerance",) and error.instance == "coordinated":
-        yield doc.diagnostic(d.S007, "reclaim_tolerance 'coordinated' (ZenML 0.98) has no meaning in poolc; "
-                             "use 'none' (not preemptible) or 'any' (preemptible), or preemptible", path)
-        return
     options = ", ".join(repr(o) for o in error.validator_value)
     yield doc.diagnostic(d.S003, f"{_where(path)} must be one of {options}, not {error.instance!r}", path)
 
