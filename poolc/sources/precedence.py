@@ -1,14 +1,14 @@
 """ZenML's own precedence, for the settings layers a source gives.
 
-Within one level (the pipeline, or one step) ZenML applies the layers in order, each
-updating the last field by field (maps of ``resources`` key by key): decorator, then
-``with_options``, then the run configuration. Then the pipeline's settings are laid
-*under* each step's: a step without resource settings takes the pipeline's as they
-are; a step with its own takes from the pipeline only the fields whose ZenML default
-is ``None`` (cpu_count, gpu_count, memory, ...). ``resources``, ``reclaim_tolerance``
-and the allocation timeouts have defaults of their own, which a step's settings
-carry and so win: a pipeline's ``reclaim_tolerance: none`` does not reach a step that
-sets ``gpu_count`` itself (it runs preemptible, as ZenML runs it).
+ZenML 0.98 applies the layers in order, each updating the last field by field (and a
+map of ``resources`` key by key; any other value, a list of demands included,
+replaces what was there): the pipeline decorator, the pipeline's ``with_options``,
+the run configuration's ``settings``, then for each step its decorator, its
+``with_options`` and the run configuration's ``steps.<step>.settings``. Legacy
+spellings are read first, layer by layer (``preemptible: true`` is
+``reclaim_tolerance: coordinated``, ``pool_resources`` is ``resources``), so a later
+layer's ``reclaim_tolerance`` replaces an earlier ``preemptible``. tests/test_zenml_oracle.py
+holds this to what the real zenml 0.98.0 compiles.
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from .found import Layer, Place, SubPath
-
-# Fields whose ZenML 0.98 default is not None: a step's own settings always carry them.
-STEP_DEFAULTED = ("resources", "reclaim_tolerance", "allocation_wait_timeout_seconds", "initialization_lease_seconds")
 
 
 def normalized(layer: Layer) -> Layer:
@@ -74,8 +71,4 @@ def under_pipeline(step: Layer | None, pipeline: Layer | None) -> Layer | None:
         return pipeline
     if pipeline is None:
         return step
-    fields = {k: v for k, v in pipeline.fields.items() if k not in STEP_DEFAULTED and k not in step.fields}
-    places = {p: at for p, at in pipeline.places.items() if p[:1] and p[0] in fields}
-    fields.update(step.fields)
-    places.update(step.places)
-    return Layer(fields, places, step.at)
+    return merge_level([pipeline, step])
