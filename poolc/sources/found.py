@@ -34,6 +34,7 @@ class Layer:
     fields: dict[str, Any]
     places: dict[SubPath, Place]
     at: Place
+    keys: dict[SubPath, Place] = field(default_factory=dict)   # where each field's name is written
 
     def place(self, path: SubPath) -> Place:
         """The nearest written place of ``path`` (its parent's when it is not there)."""

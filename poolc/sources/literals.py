@@ -72,6 +72,7 @@ class LiteralReader:
     def __init__(self, source: PySource, imports: Imports, calls: Mapping[str, CallReader]) -> None:
         self.source, self.imports, self.calls = source, imports, calls
         self.places: dict[SubPath, Place] = {}
+        self.keys: dict[SubPath, Place] = {}
 
     def value(self, node: ast.AST, path: SubPath) -> Any:
         self.places[path] = self.source.place(node)
@@ -104,9 +105,8 @@ class LiteralReader:
                 raise NotLiteral(item, f"**{describe(item)} is not a literal: write the keys out")
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 raise NotLiteral(key, f"{describe(key)} is not a literal string key")
-            self.places[path + (key.value,)] = self.source.place(key)
+            self.keys[path + (key.value,)] = self.source.place(key)
             result[key.value] = self.value(item, path + (key.value,))
-            self.places[path + (key.value,)] = self.source.place(item)
         return result
 
     def keywords(self, call: ast.Call, path: SubPath, *, positional: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -122,6 +122,7 @@ class LiteralReader:
                 raise NotLiteral(keyword.value, f"**{describe(keyword.value)} is not a literal: write the "
                                  "arguments out")
             pairs.append((keyword.arg, keyword.value))
+            self.keys[path + (keyword.arg,)] = self.source.place(keyword)
         for name, arg in pairs:
             value = self.value(arg, path + (name,))
             if value is not None:

@@ -89,7 +89,9 @@ def _validated(layer: Layer, found: Found) -> bool:
             loc = tuple(p for p in problem["loc"] if not (isinstance(p, str) and p[:1].isupper()))
             message = problem["msg"].removeprefix("Value error, ")
             where = ".".join(map(str, loc)) or "resources"
-            found.diagnostics.append(layer.place(loc).diagnostic(_rule_of(problem), f"{where}: {message}"))
+            rule = _rule_of(problem)
+            place = layer.keys.get(loc) if rule is d.S001 else None
+            found.diagnostics.append((place or layer.place(loc)).diagnostic(rule, f"{where}: {message}"))
         return False
     return True
 
@@ -110,9 +112,25 @@ def _step_places(name: str, step: FoundStep, layer: Layer | None) -> dict[Path_,
     return places
 
 
+def _named_here(found: Found, obj: Pipeline, doc: Document) -> None:
+    """A source file that cannot be read has no line to point at: say so where the
+    poolc document names it."""
+    source = obj.spec.source
+    assert source is not None
+    named = {_path(doc, written): (key, written) for key, written in source.model_dump(exclude_none=True).items()
+             if key != "pipeline"}
+    for index, problem in enumerate(found.diagnostics):
+        if problem.rule == d.C001.id and problem.file in named:
+            key, written = named[problem.file]
+            found.diagnostics[index] = doc.diagnostic(d.C001, f"cannot read {written} ({key} source): "
+                                                      f"{problem.message.removeprefix('cannot read the file: ')}",
+                                                      ("spec", "source", key))
+
+
 def resolve(obj: Pipeline, doc: Document) -> Resolved:
     """The Pipeline with the steps of its source, or None and the reasons."""
     found = _read(obj, doc)
+    _named_here(found, obj, doc)
     for layer in [*found.pipeline_layers, *(lay for s in found.steps.values() for lay in s.layers)]:
         _validated(layer, found)
     written = obj.spec.steps

@@ -107,7 +107,8 @@ class _Reader:
             if not isinstance(fields, dict):
                 raise NotLiteral(value, "settings[\"resources\"] must be ResourceSettings(...) or a dict of its "
                                  "fields")
-            return Layer(fields, {p: at for p, at in reader.places.items() if p}, self.source.place(value))
+            return Layer(fields, {p: at for p, at in reader.places.items() if p}, self.source.place(value),
+                         reader.keys)
         return None
 
 

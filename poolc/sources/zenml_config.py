@@ -27,7 +27,9 @@ def _layer(doc: Document, path: tuple[str | int, ...], found: Found) -> Layer | 
         return None
     places = {sub[len(path):]: Place(doc.file, span) for sub, span in doc.values.items()
               if sub[:len(path)] == path and len(sub) > len(path)}
-    return Layer(dict(value), places, _place(doc, path, key=True))
+    keys = {sub[len(path):]: Place(doc.file, span) for sub, span in doc.keys.items()
+            if sub[:len(path)] == path and len(sub) > len(path)}
+    return Layer(dict(value), places, _place(doc, path, key=True), keys)
 
 
 def _get(data: Any, path: tuple[str | int, ...]) -> Any:
