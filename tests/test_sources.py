@@ -251,3 +251,28 @@ def test_run_configuration_keys_other_than_resources_are_ignored(tmp_path: Path)
     found = zenml_config.read(str(path))
     assert found.diagnostics == [] and found.pipeline_layers == []
     assert list(found.steps) == ["a"] and found.steps["a"].layers == []
+
+
+def test_the_examples_of_format_md_give_the_demands_it_states(tmp_path: Path):
+    """docs/format.md#reading-your-zenml-and-flyte-code: its code, run configuration and
+    document, run through validate."""
+    import re
+
+    text = (TESTS.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    section = text[text.index("### Reading your ZenML and Flyte code"):text.index("## Allocation")]
+    blocks = [body for _, body in re.findall(r"```(python|yaml)\n(.*?)```", section, re.S)]
+    assert len(blocks) == 4
+    for name, body in zip(("training.py", "run.yaml", "p.yaml", "tasks.py"), blocks, strict=True):
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    (tmp_path / "f.yaml").write_text("apiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: f}\nspec:\n"
+                                     "  stack: team-stack\n  source: {flyte: tasks.py}\n", encoding="utf-8")
+    found = requests_of(CONTEXT, tmp_path / "p.yaml", tmp_path / "f.yaml")
+    assert found == {
+        "training": [("train", "team-k8s", {"gpu": 2, "mcpu": 16000, "memory_mb": 34360, "step_run": 1}, False,
+                      "A100"),
+                     ("evaluate", "team-gpu-op", {"gpu": 1, "mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True,
+                      None)],
+        "f": [("load_data", "team-k8s", {"mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
+              ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100")],
+    }
+    assert "`train` asks `gpu 2, mcpu 16000, memory_mb 34360`, not preemptible" in section
