@@ -13,5 +13,5 @@ root=${1:-/tmp/poolc-oracles}
 python3 -m venv "$root/zenml"
 "$root/zenml/bin/pip" install -q "zenml[local]==0.98.0"
 python3 -m venv "$root/flyte"
-"$root/flyte/bin/pip" install -q "flytekit>=1.16,<2" "flyte>=2,<3"
+"$root/flyte/bin/pip" install -q "flytekit>=1.16,<2" "flyte>=2,<3" kubernetes
 echo "POOLC_ZENML_PYTHON=$root/zenml/bin/python POOLC_FLYTE_PYTHON=$root/flyte/bin/python"
