@@ -276,3 +276,30 @@ def test_the_examples_of_format_md_give_the_demands_it_states(tmp_path: Path):
               ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100")],
     }
     assert "`train` asks `gpu 2, mcpu 16000, memory_mb 34360`, not preemptible" in section
+
+
+# --- ZenML 0.98 fields in the plan ------------------------------------------------------
+
+def test_a_queued_step_with_a_wait_timeout_gets_a_note(tmp_path: Path):
+    path = tmp_path / "p.yaml"
+    path.write_text("apiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: p}\nspec:\n  stack: team-stack\n"
+                    "  settings:\n    resources: {gpu_count: 3, allocation_wait_timeout_seconds: 600}\n"
+                    "  steps:\n    a: {}\n    b: {}\n    c: {}\n", encoding="utf-8")
+    result = plan_paths([str(CONTEXT), str(path)], state_file=str(tmp_path / "state.json"), runtime_check=False)
+    by_id = {r.id: r for r in result.plan.requests}
+    assert [by_id[f"p/{s}"].status for s in "abc"] == ["allocated", "allocated", "queued"]
+    assert by_id["p/c"].message.endswith("note: it sets allocation_wait_timeout_seconds=600, so ZenML gives up on "
+                                         "it if it waits longer than 600 seconds for capacity")
+    assert "allocation_wait_timeout_seconds" not in by_id["p/a"].message
+
+
+def test_gpu_class_in_a_decorator_is_a_warning_at_its_line_and_no_node_selector(tmp_path: Path):
+    repo = copy_same(tmp_path)
+    code = repo / "training.py"
+    code.write_text(code.read_text(encoding="utf-8").replace('reclaim_tolerance="none")', 'reclaim_tolerance="none", '
+                                                             'gpu_class="a100-80gb")'), encoding="utf-8")
+    result = validate_paths([str(repo / "platform.yaml"), str(repo / "zenml-code.yaml")])
+    assert [x.as_text()[:x.as_text().index("]") + 1] for x in result.diagnostics] == [
+        f"{repo / 'training.py'}:14:73: warning[R009]"]
+    train = next(r for r in build_requests(result.config) if r.step == "train")
+    assert (train.settings.gpu_type, train.gpu_product) == ("A100", "A100")   # from spec.steps, not gpu_class

@@ -16,11 +16,11 @@ class SourcedDocument(Document):
     """The Pipeline's own document, plus the places of what its source gave,
     by document path (``("spec", "steps", "train", "settings", "resources", "gpu_count")``)."""
 
-    __slots__ = ("places",)
+    __slots__ = ("places", "key_places")
 
-    def __init__(self, base: Document, places: dict[Path_, Place]) -> None:
+    def __init__(self, base: Document, places: dict[Path_, Place], key_places: dict[Path_, Place]) -> None:
         super().__init__(base.file, base.index, base.data, base.start, base.keys, base.values)
-        self.places = places
+        self.places, self.key_places = places, key_places
 
     def place_of(self, path: Iterable[str | int]) -> Place | None:
         """Where the value at ``path`` was written in a source file; None when it was
@@ -41,6 +41,8 @@ class SourcedDocument(Document):
                    request: str | None = None) -> Diagnostic:
         path = tuple(path)
         place = self.place_of(path)
+        if place is not None and key and path in self.key_places:
+            place = self.key_places[path]
         if place is None:
             return super().diagnostic(rule, message, path, key=key, severity=severity, request=request)
         line, col, end_line, end_col = place.span

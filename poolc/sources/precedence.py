@@ -21,7 +21,7 @@ from .found import Layer, Place, SubPath
 def normalized(layer: Layer) -> Layer:
     """The legacy spellings as ZenML 0.98 reads them before merging: preemptible true /
     false is reclaim_tolerance coordinated / none, pool_resources is resources."""
-    fields, places = dict(layer.fields), dict(layer.places)
+    fields, places, keys = dict(layer.fields), dict(layer.places), dict(layer.keys)
     for old, new in (("preemptible", "reclaim_tolerance"), ("pool_resources", "resources")):
         if old not in fields:
             continue
@@ -29,9 +29,10 @@ def normalized(layer: Layer) -> Layer:
         if new not in fields:
             fields[new] = ({True: "coordinated", False: "none"}.get(value, value) if old == "preemptible"
                            else value)
-            for path in [p for p in places if p[:1] == (old,)]:
-                places[(new,) + path[1:]] = places.pop(path)
-    return Layer(fields, places, layer.at)
+            for spans in (places, keys):
+                for path in [p for p in spans if p[:1] == (old,)]:
+                    spans[(new,) + path[1:]] = spans.pop(path)
+    return Layer(fields, places, layer.at, keys)
 
 
 def _update(base: dict[str, Any], update: dict[str, Any], places: dict[SubPath, Place],
@@ -57,12 +58,13 @@ def merge_level(layers: list[Layer]) -> Layer | None:
     if not layers:
         return None
     first = normalized(layers[0])
-    fields, places, at = dict(first.fields), dict(first.places), first.at
+    fields, places, at, keys = dict(first.fields), dict(first.places), first.at, dict(first.keys)
     for layer in layers[1:]:
         layer = normalized(layer)
         fields = _update(fields, layer.fields, places, layer.places, ())
+        keys.update(layer.keys)
         at = layer.at
-    return Layer(fields, places, at)
+    return Layer(fields, places, at, keys)
 
 
 def under_pipeline(step: Layer | None, pipeline: Layer | None) -> Layer | None:

@@ -96,20 +96,23 @@ def _validated(layer: Layer, found: Found) -> bool:
     return True
 
 
-def _step_places(name: str, step: FoundStep, layer: Layer | None) -> dict[Path_, Place]:
+def _step_places(name: str, step: FoundStep, layer: Layer | None) -> tuple[dict[Path_, Place], dict[Path_, Place]]:
+    """(where each value of the step was written, where each field name was)."""
     base: Path_ = ("spec", "steps", name)
     places: dict[Path_, Place] = {base: step.at}
+    keys: dict[Path_, Place] = {}
     if layer is not None:
         resources = base + ("settings", "resources")
         places[base + ("settings",)] = places[resources] = layer.at
-        for sub, at in layer.places.items():
-            places[resources + sub] = at
-            for new, old in NEW_SPELLINGS.items():   # the merged settings use the v1 names
-                if sub[:1] == (new,):
-                    places[resources + (old,) + sub[1:]] = at
+        for spans, target in ((layer.places, places), (layer.keys, keys)):
+            for sub, at in spans.items():
+                target[resources + sub] = at
+                for new, old in NEW_SPELLINGS.items():   # the merged settings use the v1 names
+                    if sub[:1] == (new,):
+                        target[resources + (old,) + sub[1:]] = at
     if step.step_operator_at is not None:
         places[base + ("step_operator",)] = step.step_operator_at
-    return places
+    return places, keys
 
 
 def _named_here(found: Found, obj: Pipeline, doc: Document) -> None:
@@ -150,6 +153,7 @@ def resolve(obj: Pipeline, doc: Document) -> Resolved:
     pipeline = merge_level(found.pipeline_layers)
     steps: dict[str, Step] = {}
     places: dict[Path_, Place] = {}
+    keys: dict[Path_, Place] = {}
     names = list(found.steps) + ([n for n in written if n not in found.steps] if not found.knows_steps else [])
     for name in names:
         step = found.steps.get(name) or FoundStep(name, Place(doc.file, doc.span(("spec", "steps", name))))
@@ -168,6 +172,8 @@ def resolve(obj: Pipeline, doc: Document) -> Resolved:
             image=own.image if own else None, command=own.command if own else None,
             settings=Settings.model_construct(resources=resources) if resources is not None else None,
             submitted_at=own.submitted_at if own else None)
-        places.update(_step_places(name, step, merged))
+        step_places, step_keys = _step_places(name, step, merged)
+        places.update(step_places)
+        keys.update(step_keys)
     spec = obj.spec.model_copy(update={"steps": steps})
-    return Resolved(obj.model_copy(update={"spec": spec}), SourcedDocument(doc, places), found.diagnostics)
+    return Resolved(obj.model_copy(update={"spec": spec}), SourcedDocument(doc, places, keys), found.diagnostics)
