@@ -340,6 +340,9 @@ class PoolDemand(Strict):
     becomes the request key. A capacity class and selectors pick among ZenML pools'
     capacity, which poolc does not model: accepted and ignored, with a warning."""
 
+    # the same rule as _named, for editors and check-jsonschema
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["name"]}, {"required": ["kind"]}]})
+
     quantity: PositiveCount = Field(description="Units asked (>= 1).")
     name: Annotated[str, StringConstraints(pattern=RESOURCE_KEY)] | None = Field(default=None, description=(
         "The request key, e.g. tensorrt_sessions."))
