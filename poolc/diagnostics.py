@@ -137,3 +137,4 @@ T002 = rule("T002", "warning", "gpu_type that the node labels of no pool the ste
 T003 = rule("T003", "warning", "Kubernetes components of different policies submit from one namespace", "targets")
 R008 = rule("R008", "error", "max_runtime beyond what the step's target allows (SageMaker: 28 days; anywhere: "
             "10^12 seconds)", "requests")
+F001 = rule("F001", "error", "expected_runtime or max_runtime more than 10^6 times the forecast's horizon", "forecast")

@@ -240,6 +240,12 @@ def _toleration_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+# A pool's price per unit-hour of one key (docs/forecast.md#money); YAML's .inf and
+# .nan never get here (the loader refuses them, Y009), allow_inf_nan keeps JSON out too.
+PRICE_KEY = r"^[a-z][a-z0-9_]{0,57}_hour$"
+Price = Annotated[float, Field(ge=0, le=MAX_INT, allow_inf_nan=False)]
+
+
 class ResourcePoolSpec(Spec):
     capacity: ResourceMap = Field(description=(
         "Integer units per resource key: gpu, mcpu (milli-CPU), memory_mb (decimal MB), step_run (concurrent "
@@ -255,6 +261,13 @@ class ResourcePoolSpec(Spec):
             "Kubernetes tolerations (at most 8) for the taints of this pool's nodes, e.g. {key: nvidia.com/gpu, "
             "operator: Exists, effect: NoSchedule}. They become the tolerations of the pool's Kueue "
             "ResourceFlavor, which Kueue adds to the pods it admits on the pool."))
+
+
+    price: dict[Annotated[str, StringConstraints(pattern=PRICE_KEY)], Price] | None = Field(
+        default=None, description=(
+            "Indicative price of the pool's resources, for `poolc plan --forecast`: USD per unit-hour, keyed "
+            "<key>_hour (gpu_hour, cpu_hour per core, memory_gb_hour per decimal GB, step_run_hour, or a "
+            "custom key such as tensorrt_sessions_hour); finite and >= 0. See docs/forecast.md#money."))
 
 
 # --- Policy ----------------------------------------------------------------------
@@ -336,6 +349,11 @@ MAX_RUNTIME_HELP = ("The step's hard time limit: seconds as an integer, or a who
 Duration = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
                      WithJsonSchema(_duration_schema(MAX_RUNTIME_HELP))]
 
+EXPECTED_RUNTIME_HELP = ("How long the step is expected to run, in the same syntax as max_runtime (600s, 90m, 30h, "
+                         "2d). Only `poolc plan --forecast` reads it (default: max_runtime); nothing enforces it.")
+ExpectedRuntime = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
+                            WithJsonSchema(_duration_schema(EXPECTED_RUNTIME_HELP))]
+
 NoMeaning = Annotated[Any, AfterValidator(_no_poolc_meaning), WithJsonSchema({"not": {}})]
 
 # ZenML 0.98 spelling -> the v1 field it stands for (same meaning, warning R007).
@@ -369,6 +387,7 @@ class ResourceSettings(Shared):
             "Custom request keys and amounts (>= 1), e.g. tensorrt_sessions: 1; merged key by key with the "
             "pipeline default. gpu_count, cpu_count and memory win over the same key here."))
     max_runtime: Duration | None = Field(default=None, description=MAX_RUNTIME_HELP)
+    expected_runtime: ExpectedRuntime | None = Field(default=None, description=EXPECTED_RUNTIME_HELP)
     min_replicas: Count | None = Field(default=None, description=(
         "Deployed pipelines: minimum replicas; must not exceed max_replicas unless that is 0. Not planned."))
     max_replicas: Count | None = Field(default=None, description=(

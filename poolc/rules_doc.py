@@ -20,6 +20,7 @@ _FAMILIES = {
     "requests": "Requests built from steps",
     "state": "Running allocations",
     "targets": "What the cluster will do (the runtime check every plan runs)",
+    "forecast": "The forecast (`poolc plan --forecast`)",
 }
 
 
