@@ -10,9 +10,11 @@ time), and runs its whole duration again when it restarts.
 
 Pure values and integer seconds from the forecast's start: no files, no clock,
 no solver of its own, so the same inputs give the same forecast. Only the pools a
-completion touched are planned again: pools are split into independent groups
-(two pools are linked when one subject has a policy on both), and work in one
-group never changes what another admits.
+completion freed are planned again, with the work that may use them: nothing
+changed in the other pools since they were last planned, so their answer stands
+(Kueue too requeues only the workloads of the cohort where quota was released).
+Work that a re-plan preempts waits again, and the pools it may use are planned
+at the same moment.
 """
 
 from __future__ import annotations
@@ -73,115 +75,91 @@ class Rolled:
     notes: list[str] = field(default_factory=list)
 
 
-def pool_groups(problem: Problem) -> dict[str, int]:
-    """Pool name -> the index of its independent group (linked through subjects
-    with policies on several pools), groups numbered in pool-name order."""
-    parent = {p.name: p.name for p in problem.pools}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
-    by_subject: dict[str, list[str]] = {}
-    for q in problem.policies:
-        by_subject.setdefault(q.subject, []).append(q.pool)
-    for pools in by_subject.values():
-        first = root(pools[0])
-        for other in pools[1:]:
-            second = root(other)
-            if second != first:
-                parent[max(first, second)] = min(first, second)
-                first = min(first, second)
-    roots = sorted({root(name) for name in parent})
-    index = {r: i for i, r in enumerate(roots)}
-    return {name: index[root(name)] for name in parent}
-
-
 class _World:
-    """The state of the roll-forward: who runs, who waits, per group."""
+    """The state of the roll-forward: who runs (by pool) and who waits."""
 
     def __init__(self, problem: Problem, t0: datetime, replan: Replan, bound_classes: bool) -> None:
         self.problem = problem
         self.t0 = t0
         self.replan = replan
         self.bound_classes = bound_classes
-        self.group_of_pool = pool_groups(problem)
-        self.group_of_subject = {q.subject: self.group_of_pool[q.pool] for q in problem.policies}
-        self.pools_of_group: dict[int, tuple[Pool, ...]] = {}
-        self.policies_of_group: dict[int, tuple[PolicyRule, ...]] = {}
-        for pool in problem.pools:
-            g = self.group_of_pool[pool.name]
-            self.pools_of_group[g] = (*self.pools_of_group.get(g, ()), pool)
+        self.pools = {p.name: p for p in problem.pools}
+        self.policies_on: dict[str, list[PolicyRule]] = {}
+        self.pools_of_subject: dict[str, set[str]] = {}
         for q in problem.policies:
-            g = self.group_of_pool[q.pool]
-            self.policies_of_group[g] = (*self.policies_of_group.get(g, ()), q)
-        self.running: dict[int, dict[str, Run]] = {}     # group -> run id -> run
-        self.waiting: dict[int, dict[str, Wait]] = {}    # group -> request id -> wait
+            self.policies_on.setdefault(q.pool, []).append(q)
+            self.pools_of_subject.setdefault(q.subject, set()).add(q.pool)
+        self.by_policy = {q.name: q for q in problem.policies}
+        self.running: dict[str, dict[str, Run]] = {}     # pool -> run id -> run
+        self.waiting: dict[str, dict[str, Wait]] = {}    # subject -> request id -> wait
         self.runs: list[Run] = []
         self.waits: list[Wait] = []
-        self.ends: list[tuple[int, int, str]] = []       # heap of (end, group, run id)
+        self.ends: list[tuple[int, str, str]] = []       # heap of (end, pool, run id)
         self.requeued = 0
 
     # --- building the state ------------------------------------------------------
 
     def add_run(self, run: Run) -> None:
-        g = self.group_of_pool.get(run.pool, -1)
-        self.running.setdefault(g, {})[run.id] = run
+        self.running.setdefault(run.pool, {})[run.id] = run
         self.runs.append(run)
         if run.end is not None:
-            heapq.heappush(self.ends, (run.end, g, run.id))
+            heapq.heappush(self.ends, (run.end, run.pool, run.id))
 
     def add_wait(self, wait: Wait) -> None:
-        g = self.group_of_subject.get(wait.request.requester, -1)
-        self.waiting.setdefault(g, {})[wait.request.id] = wait
+        self.waiting.setdefault(wait.request.requester, {})[wait.request.id] = wait
         self.waits.append(wait)
 
-    # --- one plan over one group -------------------------------------------------
+    # --- one plan over some pools ------------------------------------------------
 
-    def group_problem(self, g: int, now: int) -> Problem:
-        runs = self.running.get(g, {})
+    def part(self, pools: set[str]) -> Problem:
+        """The problem of these pools: their policies, what runs on them, and the
+        work waiting for a subject with a policy on one of them."""
+        chosen = tuple(self.pools[name] for name in sorted(pools))
+        policies = tuple(q for name in sorted(pools) for q in self.policies_on.get(name, ()))
+        runs = [r for name in sorted(pools) for r in self.running.get(name, {}).values()]
         running = start_ranks([Running(r.id, r.subject, r.pool, r.preemptible, r.holds, r.started_at)
-                               for r in sorted(runs.values(), key=lambda r: r.id)])
-        waits = sorted(self.waiting.get(g, {}).values(), key=lambda w: (w.request.rank, w.request.id))
+                               for r in sorted(runs, key=lambda r: r.id)])
+        subjects = sorted({q.subject for q in policies})
+        waits = sorted((w for s in subjects for w in self.waiting.get(s, {}).values()),
+                       key=lambda w: (w.request.rank, w.request.id))
         requests = [w.request for w in waits]
         if self.bound_classes:
-            requests = _bounded(requests, self.pools_of_group.get(g, ()), running, self.problem)
-        return Problem(self.pools_of_group.get(g, ()), self.policies_of_group.get(g, ()), tuple(requests),
-                       tuple(running))
+            requests = _bounded(requests, chosen, running, self.problem)
+        return Problem(chosen, policies, tuple(requests), tuple(running))
 
-    def apply(self, g: int, now: int, solution: Solution, durations: Mapping[str, int | None]) -> None:
-        """Start what the solution admits, stop what it preempts (who then waits again)."""
-        runs = self.running.get(g, {})
-        waiting = self.waiting.get(g, {})
+    def apply(self, now: int, solution: Solution, durations: Mapping[str, int | None]) -> set[str]:
+        """Start what the solution admits, stop what it preempts (who then waits
+        again); the pools of the subjects whose work waits again."""
+        requeued: set[str] = set()
         for name in sorted(solution.preempted):
-            run = runs.pop(name, None)
+            run = next((found for runs in self.running.values() if (found := runs.get(name)) is not None), None)
             if run is None:
                 continue
+            del self.running[run.pool][name]
             run.stopped = now
             self.requeued += 1
             request = Request(run.id, run.subject, dict(run.holds), run.preemptible, REQUEUED_RANK + self.requeued)
             self.add_wait(Wait(request, now, preempted=True))
-        by_policy = {q.name: q for q in self.problem.policies}
+            requeued |= self.pools_of_subject.get(run.subject, set())
         for rid in sorted(solution.admitted):
-            wait = waiting.pop(rid, None)
+            policy = self.by_policy[solution.admitted[rid]]
+            wait = self.waiting.get(policy.subject, {}).pop(rid, None)
             if wait is None:
                 continue
-            policy = by_policy[solution.admitted[rid]]
             wait.start, wait.outcome = now, STARTED
             duration = durations.get(rid)
             self.add_run(Run(rid, wait.request.requester, policy.pool, policy.name, wait.request.demand,
                              wait.request.preemptible, now, None if duration is None else now + duration,
                              initial=False, started_at=self.t0 + timedelta(seconds=now)))
+        return requeued
 
-    def plan(self, g: int, now: int, durations: Mapping[str, int | None]) -> bool:
-        """Plan group ``g`` again at ``now``; False when nothing could start (no solve)."""
-        problem = self.group_problem(g, now)
+    def plan(self, pools: set[str], now: int, durations: Mapping[str, int | None]) -> tuple[bool, set[str]]:
+        """Plan these pools again at ``now``: (planned, pools to plan again because
+        work preempted here waits for them). Not planned when nothing could start."""
+        problem = self.part(pools)
         if not problem.requests:
-            return False
-        self.apply(g, now, self.replan(problem), durations)
-        return True
+            return False, set()
+        return True, self.apply(now, self.replan(problem), durations)
 
 
 def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Running],
@@ -245,36 +223,30 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                           alloc.holds, alloc.preemptible, start, end, initial=True, started_at=alloc.started_at))
     for request in problem.requests:
         world.add_wait(Wait(request, 0))
-    for g in sorted(world.running):
-        world.apply(g, 0, _part(first, world.running[g], world.waiting.get(g, {})), durations)
-    for g in sorted(set(world.waiting) - set(world.running)):
-        world.apply(g, 0, _part(first, {}, world.waiting[g]), durations)
+    world.apply(0, first, durations)
 
     rolled = Rolled(world.runs, world.waits, horizon, notes=notes)
     while world.ends and world.ends[0][0] <= horizon:
         now = world.ends[0][0]
-        touched: set[int] = set()
+        touched: set[str] = set()
         while world.ends and world.ends[0][0] == now:
-            _, g, rid = heapq.heappop(world.ends)
-            run = world.running.get(g, {}).get(rid)
+            _, pool, rid = heapq.heappop(world.ends)
+            run = world.running.get(pool, {}).get(rid)
             if run is None or run.end != now or run.stopped is not None:
                 continue  # preempted before it ended
-            del world.running[g][rid]
-            touched.add(g)
+            del world.running[pool][rid]
+            touched.add(pool)
         rolled.events += 1
-        for g in sorted(touched):
-            if world.waiting.get(g) and world.plan(g, now, durations):
-                rolled.replans += 1
-            else:
-                rolled.skipped += 1
-    for g, waits in world.waiting.items():
-        more = any(r.end is not None for r in world.running.get(g, {}).values())
+        done: set[str] = set()
+        while touched:   # preempted work waits again: plan the pools it may use too
+            planned, again = world.plan(touched, now, durations)
+            rolled.replans += planned
+            rolled.skipped += not planned
+            done |= touched
+            touched = again - done
+    for subject, waits in world.waiting.items():
+        pools = world.pools_of_subject.get(subject, set())
+        more = any(r.end is not None for name in pools for r in world.running.get(name, {}).values())
         for wait in waits.values():
             wait.outcome = AFTER_HORIZON if more else NEVER
     return rolled
-
-
-def _part(solution: Solution, runs: Mapping[str, Run], waits: Mapping[str, Wait]) -> Solution:
-    """The part of the plan's own solution about one group."""
-    return Solution(solution.strategy, {rid: q for rid, q in solution.admitted.items() if rid in waits},
-                    {name: f for name, f in solution.preempted.items() if name in runs})
