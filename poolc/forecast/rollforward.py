@@ -4,9 +4,10 @@ The plan says what runs now. Each running allocation ends at its start plus its
 duration; at each such end the freed capacity is planned again with the plan's own
 strategy (a ``replan(problem) -> Solution`` function the caller hands in), over
 the waiting work of the pools that changed, until the queue drains, nothing more
-ends, or the horizon is reached. Preempted work waits again, ahead of every
-request (it keeps its place, as Kueue requeues an evicted workload by its creation
-time), and runs its whole duration again when it restarts.
+ends, or the horizon is reached. Preempted work waits again in its place (a
+step keeps its arrival rank, as Kueue requeues an evicted workload by its
+creation time; an allocation that ran before the forecast waits ahead of every
+request) and runs its whole duration again when it restarts.
 
 Pure values and integer seconds from the forecast's start: no files, no clock,
 no solver of its own, so the same inputs give the same forecast. Only the pools a
@@ -28,7 +29,7 @@ from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_
 from ..planner.solution import Solution
 
 Replan = Callable[[Problem], Solution]
-# Requeued (preempted) work sorts before every request: ranks from here up.
+# Preempted allocations that ran before the forecast wait ahead of every request: ranks from here up.
 REQUEUED_RANK = -1_000_000_000
 STARTED, AFTER_HORIZON, NEVER = "started", "after-horizon", "never"
 
@@ -49,6 +50,7 @@ class Run:
     initial: bool                # running when the forecast starts
     started_at: datetime | None  # for the victim order (missing = earliest)
     stopped: int | None = None   # preempted at
+    rank: int | None = None      # a started request's arrival rank (it keeps it when it waits again)
 
 
 @dataclass
@@ -138,7 +140,8 @@ class _World:
             del self.running[run.pool][name]
             run.stopped = now
             self.requeued += 1
-            request = Request(run.id, run.subject, dict(run.holds), run.preemptible, REQUEUED_RANK + self.requeued)
+            rank = run.rank if run.rank is not None else REQUEUED_RANK + self.requeued
+            request = Request(run.id, run.subject, dict(run.holds), run.preemptible, rank)
             self.add_wait(Wait(request, now, preempted=True))
             requeued |= self.pools_of_subject.get(run.subject, set())
         for rid in sorted(solution.admitted):
@@ -150,7 +153,7 @@ class _World:
             duration = durations.get(rid)
             self.add_run(Run(rid, wait.request.requester, policy.pool, policy.name, wait.request.demand,
                              wait.request.preemptible, now, None if duration is None else now + duration,
-                             initial=False, started_at=self.t0 + timedelta(seconds=now)))
+                             initial=False, started_at=self.t0 + timedelta(seconds=now), rank=wait.request.rank))
         return requeued
 
     def plan(self, pools: set[str], now: int, durations: Mapping[str, int | None]) -> tuple[bool, set[str]]:

@@ -46,7 +46,10 @@ def _kueue(result: PlanResult, optimal: Replan) -> Replan:
     def replan(problem: Problem) -> Solution:
         arrival = {r.id: r.rank for r in problem.requests}
         pending = {r.id: jobs[r.id] for r in problem.requests if r.id in jobs}
-        workloads = replaying.workloads(objects, pending, arrival, running_workloads(ctx, problem))
+        # only the queues of this problem's pools: the others' quota is not in it
+        queues = {local_queue_name(q.name, flag) for q in problem.policies for flag in (False, True)}
+        workloads = [w for w in replaying.workloads(objects, pending, arrival, running_workloads(ctx, problem))
+                     if w.queue_name in queues]
         for request in problem.requests:
             if request.id in jobs:
                 continue
@@ -61,7 +64,7 @@ def _kueue(result: PlanResult, optimal: Replan) -> Replan:
                 priority=priorities.get(priority_class_name(policies[0].priority), 0),
                 requests=replaying.holds_requests(request.demand), created=request.rank))
         simulation = simulate(objects, workloads)
-        on_kueue = {r.id for r in problem.requests if r.id in simulation.outcomes}
+        on_kueue = {r.id for r in problem.requests if r.id in jobs or r.id in simulation.outcomes}
         elsewhere = tuple(r for r in problem.requests if r.id not in on_kueue)
         others = optimal(Problem(problem.pools, problem.policies, elsewhere, problem.running)) if elsewhere \
             else Solution("optimal", {})
