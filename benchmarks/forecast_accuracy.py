@@ -83,8 +83,8 @@ def generate(rng: random.Random, days: int, per_day: int, out: Path) -> dict[str
     arrivals: dict[str, tuple[int, int]] = {}
     docs = [PLATFORM]
     for team in TEAMS:
-        docs.append(f"apiVersion: poolc/v1\nkind: Stack\nmetadata: {{name: {team}}}\n"
-                    f"spec: {{orchestrator: {{name: {team}, flavor: kubernetes, namespace: {team}, image: 'img:1'}}}}\n")
+        docs.append(f"apiVersion: poolc/v1\nkind: Stack\nmetadata: {{name: {team}}}\nspec: {{orchestrator: "
+                    f"{{name: {team}, flavor: kubernetes, namespace: {team}, image: 'img:1'}}}}\n")
     count = 0
     for day in range(days):
         for _ in range(per_day):

@@ -330,7 +330,8 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
 
         text = render_markdown(result.plan, diffs=result.diffs)
         if made is not None:
-            from .forecast.render import insert_markdown, render_markdown as forecast_markdown
+            from .forecast.render import insert_markdown
+            from .forecast.render import render_markdown as forecast_markdown
 
             text = insert_markdown(text, forecast_markdown(made))
         click.echo(text, nl=False)

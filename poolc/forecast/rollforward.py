@@ -122,8 +122,7 @@ class _World:
         running = start_ranks([Running(r.id, r.subject, r.pool, r.preemptible, r.holds, r.started_at)
                                for r in sorted(runs, key=lambda r: r.id)])
         subjects = sorted({q.subject for q in policies})
-        waits = sorted((w for s in subjects for w in self.waiting.get(s, {}).values()),
-                       key=lambda w: (w.request.rank, w.request.id))
+        waits = sorted((w for s in subjects for w in self.waiting.get(s, {}).values()), key=_rank)  # unique
         requests = [w.request for w in waits]
         if self.bound_classes:
             requests = _bounded(requests, chosen, running, self.problem)
@@ -165,6 +164,10 @@ class _World:
         return True, self.apply(now, self.replan(problem), durations)
 
 
+def _rank(wait: Wait) -> int:
+    return wait.request.rank
+
+
 def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Running],
              problem: Problem) -> list[Request]:
     """Only as many of each class of identical requests (requester, demand,
@@ -186,15 +189,19 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
     kept: list[Request] = []
     counts: dict[tuple, int] = {}
     limits: dict[tuple, int] = {}
+    shapes: dict[int, tuple] = {}   # requests share their demand dicts: one sorted tuple per dict
     for request in requests:
-        key = (request.requester, tuple(sorted(request.demand.items())), request.preemptible)
+        shape = shapes.get(id(request.demand))
+        if shape is None:
+            shape = shapes[id(request.demand)] = tuple(sorted(request.demand.items()))
+        key = (request.requester, shape, request.preemptible)
         if key not in limits:
             total = 0
             for q in problem.policies_of(request.requester):
-                free = room.get(q.pool)
-                if free is None:
+                left = room.get(q.pool)
+                if left is None:
                     continue
-                fits = [free[k] // v for k, v in request.demand.items() if v > 0 and k in free]
+                fits = [left[k] // v for k, v in request.demand.items() if v > 0 and k in left]
                 total += max(0, min(fits)) if fits else len(requests)
             limits[key] = total
         if counts.get(key, 0) < limits[key]:
