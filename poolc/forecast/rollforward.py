@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from ..domain.borrowing import borrowed_parts
 from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from ..planner.solution import Solution
 
@@ -168,24 +169,66 @@ def _rank(wait: Wait) -> int:
     return wait.request.rank
 
 
+def _room(pools: tuple[Pool, ...], running: list[Running], requests: list[Request],
+          problem: Problem) -> dict[str, dict[str, int]]:
+    """Per pool and metered key, the most any plan could hand out there: the free
+    units plus what the allocations it may preempt hold. A victim must be
+    preemptible and borrow (docs/planning.md#reserved-share-and-borrowing), and
+    the tiers only preempt an allocation for a request of a higher priority, or
+    for one inside its policy's free reserved share (then any borrower)."""
+    part = Problem(pools, tuple(q for q in problem.policies if any(q.pool == p.name for p in pools)), (),
+                   tuple(running))
+    borrowed = borrowed_parts(part)
+    top: dict[str, int] = {}           # pool -> the highest priority a waiting request has there
+    in_share: set[str] = set()         # pools where a waiting request may fit its free reserved share
+    held: dict[str, dict[str, int]] = {}
+    for alloc in running:
+        mine = held.setdefault(f"{alloc.subject}@{alloc.pool}", {})
+        for k, v in alloc.holds.items():
+            mine[k] = mine.get(k, 0) + v
+    names = {p.name for p in pools}
+    seen: set[tuple] = set()
+    for request in requests:
+        shape = (request.requester, id(request.demand))
+        if shape in seen:
+            continue
+        seen.add(shape)
+        for q in part.policies_of(request.requester):
+            if q.pool not in names:
+                continue
+            top[q.pool] = max(top.get(q.pool, q.priority), q.priority)
+            if q.reserved and q.pool not in in_share:
+                mine = held.get(f"{q.subject}@{q.pool}", {})
+                metered = part.pool(q.pool).capacity
+                if all(v <= q.rsv(k) - mine.get(k, 0) for k, v in request.demand.items() if v > 0 and k in metered):
+                    in_share.add(q.pool)
+    room: dict[str, dict[str, int]] = {}
+    for pool in pools:
+        left = dict(pool.capacity)
+        for alloc in running:
+            if alloc.pool != pool.name:
+                continue
+            policy = part.policy_for(alloc.subject, alloc.pool)
+            victim = (alloc.preemptible and policy is not None and any(borrowed.get(alloc.name, {}).values())
+                      and (pool.name in in_share or policy.priority < top.get(pool.name, policy.priority)))
+            if not victim:
+                for k, v in alloc.holds.items():
+                    if k in left:
+                        left[k] -= v
+        room[pool.name] = left
+    return room
+
+
 def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Running],
              problem: Problem) -> list[Request]:
     """Only as many of each class of identical requests (requester, demand,
     preemptible) as could ever be admitted at once: per pool of the requester,
-    what fits in the free capacity plus everything preemptible work holds there.
-    The optimal strategy hands a class's admissions out by arrival rank, so the
-    members left out could never be chosen: the plan is the same, only smaller."""
+    what fits in its ``_room``. The optimal strategy hands a class's admissions out
+    by arrival rank, so the members left out could never be chosen: the plan is the
+    same, only smaller (a class that fits nowhere is left out whole)."""
     if not requests:
         return requests
-    room: dict[str, dict[str, int]] = {}
-    for pool in pools:
-        free = dict(pool.capacity)
-        for alloc in running:
-            if alloc.pool == pool.name and not alloc.preemptible:
-                for k, v in alloc.holds.items():
-                    if k in free:
-                        free[k] -= v
-        room[pool.name] = free
+    room = _room(pools, running, requests, problem)
     kept: list[Request] = []
     counts: dict[tuple, int] = {}
     limits: dict[tuple, int] = {}
