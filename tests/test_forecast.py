@@ -333,30 +333,28 @@ def test_instance_prices_override_and_bad_table(tmp_path):
     assert result.exit_code == 1 and f"{table}:2: usd_hour 'nan'" in result.stderr
 
 
-def test_sagemaker_steps_are_priced_by_their_instance(tmp_path, monkeypatch):
-    """examples/: the llm-finetune steps run on SageMaker; with a price table that
-    sets one price for every instance type, a SageMaker step costs that price per
-    hour it runs, whatever its pool."""
+def test_sagemaker_steps_are_priced_by_their_instance(tmp_path):
+    """examples/: the llm-finetune steps run on SageMaker (pool aws-sagemaker has
+    no price). finetune gets ml.p4d.24xlarge, priced from the shipped table; with a
+    table that prices every instance type at $10 and then at $20 an hour, the
+    team's spend doubles exactly: only the instances are priced."""
     from poolc.domain.catalog import load_catalog
+    from poolc.forecast.costs import instance_prices, sagemaker_rate
 
-    table = tmp_path / "prices.csv"
-    table.write_text("instance_type,usd_hour\n" + "".join(f"{t.name},10\n" for t in load_catalog()))
-    platform = tmp_path / "examples"
-    import shutil
-
-    shutil.copytree(REPO / "examples", platform)
-    pipeline = platform / "pipelines" / "llm-finetune.yaml"
-    text = pipeline.read_text()
-    assert "settings:" in text
-    result = plan_paths([str(platform)], state_file=str(platform / "none.json"), runtime_check=False)
-    from poolc.forecast.costs import read_price_table
-
-    made = forecast_plan(result, horizon=WEEK, now=T0, instance_price_override=read_price_table(
-        table.read_text(), str(table)))
-    assert made.forecast is not None
-    sagemaker = [r for r in result.validation.requests if r.requester == "sagemaker-gpu"]
-    assert sagemaker, "the example platform has SageMaker steps"
-    assert made.forecast.prices["date"] == "2026-11-22"
+    result = plan_paths([str(REPO / "examples")], state_file=str(tmp_path / "none.json"), runtime_check=False)
+    finetune = next(r for r in result.validation.requests if r.id == "llm-finetune/finetune")
+    component = next(c for e in result.validation.config.stacks.values() for c in e.obj.spec.step_operators
+                     if c.name == "sagemaker-gpu")
+    shipped = {t.name: t.price for t in load_catalog()}
+    assert sagemaker_rate(finetune, component, instance_prices()) == ("ml.p4d.24xlarge", shipped["ml.p4d.24xlarge"])
+    spend = []
+    for usd in (10, 20):
+        made = forecast_plan(result, horizon=WEEK, now=T0,
+                             instance_price_override={t.name: usd for t in load_catalog()})
+        assert made.forecast is not None
+        spend.append(team(made.forecast, "sagemaker-gpu").usd)
+        assert made.forecast.prices["date"] == "2026-11-22"
+    assert spend[0] and spend[1] == 2 * spend[0]
 
 
 def _random_problem(seed: int) -> Problem:
@@ -409,3 +407,12 @@ def test_bounded_roll_forward_equals_the_unbounded_one(seed):
                            bound_classes=bound) for bound in (True, False)]
     assert [(w.request.id, w.since, w.start) for w in rolled[0].waits] == \
         [(w.request.id, w.since, w.start) for w in rolled[1].waits]
+
+
+def test_the_comment_lists_only_the_latest_waiting_steps(tmp_path):
+    from poolc.forecast.render import render_markdown
+
+    forecast = forecast_of(tiers(tmp_path))
+    text = render_markdown(forecast, max_steps=2)
+    assert "`training/report`" not in text and "`sweep/trial_d`" in text and "`trial-c`" in text
+    assert "_3 more waiting steps, starting earlier, not shown" in text

@@ -4,7 +4,7 @@ for the pull-request comment (a short table near the top, the details folded).
 
 from __future__ import annotations
 
-from .summary import Forecast, Start, StepForecast, TeamForecast
+from .summary import Forecast, Start, StepForecast, TeamForecast, start_order
 
 
 def when(start: Start) -> str:
@@ -97,8 +97,14 @@ def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return lines
 
 
-def render_markdown(forecast: Forecast) -> str:
-    """The forecast section of the pull-request comment."""
+# Waiting steps listed in the comment at most: the plan's own sections share
+# GitHub's 65,536-character budget, so the forecast keeps to a few thousand.
+MARKDOWN_STEPS = 50
+
+
+def render_markdown(forecast: Forecast, max_steps: int = MARKDOWN_STEPS) -> str:
+    """The forecast section of the pull-request comment: the team table, then the
+    idle shares and the waiting steps (the latest starts first) folded."""
     lines = ["#### Forecast", "", headline(forecast), ""]
     lines += _table(TEAM_HEAD, [team_cells(t) for t in forecast.teams])
     details: list[str] = []
@@ -106,8 +112,14 @@ def render_markdown(forecast: Forecast) -> str:
         details += ["", *_table(("policy", "pool", "GPU-h idle", "paid but idle"),
                                 [(x.policy, x.pool, f"{x.gpu_hours:g}", money(x.usd)) for x in forecast.idle])]
     if forecast.steps:
+        latest = sorted(forecast.steps, reverse=True, key=lambda s: (
+            start_order(s.start if s.start is not None else s.outcome), s.id))[:max_steps]
+        shown = [s for s in forecast.steps if s in latest]
         details += ["", *_table(("step", "team", "gpu", "forecast"),
-                                [(f"`{s.id}`", s.team, str(s.gpu), step_words(s)) for s in forecast.steps])]
+                                [(f"`{s.id}`", s.team, str(s.gpu), step_words(s)) for s in shown])]
+        if len(shown) < len(forecast.steps):
+            details.append(f"\n_{len(forecast.steps) - len(shown)} more waiting steps, starting earlier, not shown "
+                           "to stay under GitHub's comment size; `poolc plan --forecast --format json` lists all_")
     details += [f"- note: {n}" for n in forecast.notes]
     if details:
         lines += ["", "<details><summary>Every waiting step, and reserved shares left idle</summary>", *details,

@@ -105,10 +105,10 @@ class Forecast:
 def _latest(starts: list[Start]) -> Start:
     if not starts:
         return None
-    return max(starts, key=_order)
+    return max(starts, key=start_order)
 
 
-def _order(start: Start) -> tuple[int, int]:
+def start_order(start: Start) -> tuple[int, int]:
     if isinstance(start, int):
         return (0, start)
     return (_LATE.get(start or "", 0), 0)
@@ -118,7 +118,7 @@ def percentile(starts: list[Start], fraction: float) -> Start:
     """Nearest-rank percentile; a start that did not happen counts as the latest."""
     if not starts:
         return None
-    ordered = sorted(starts, key=_order)
+    ordered = sorted(starts, key=start_order)
     index = max(0, -(-len(ordered) * int(fraction * 100) // 100) - 1)
     return ordered[index]
 
