@@ -237,12 +237,17 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when nothing changes, 2 when an allocation, a generated file or the state would.")
 @click.option("--verbose", "-v", is_flag=True, help="Solver progress and timings on stderr.")
+@click.option("--forecast", is_flag=True, help="Roll the plan forward: when each waiting step starts, GPU-hours "
+              "and money per team (docs/forecast.md).")
+@click.option("--horizon", default="7d", show_default=True, help="How far --forecast looks ahead (90m, 36h, 7d).")
+@click.option("--instance-prices", type=click.Path(dir_okay=False), help="CSV (instance_type,usd_hour) over "
+              "the shipped SageMaker price table, for --forecast.")
 @quiet_option
 @color_option
 @guarded
 def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, output_dir: str | None,
-         observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, verbose: bool, quiet: bool,
-         no_color: bool) -> None:
+         observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, verbose: bool, forecast: bool, horizon: str,
+         instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
     Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one) or the
@@ -255,6 +260,7 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     from .plan import plan_paths
     from .writer import write_atomic
 
+    horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
     result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
                         progress=_progress(quiet, verbose), output_dir=output_dir, observed=observed or None)
@@ -268,14 +274,19 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         what = "the state file or the cluster's reports" if observed else f"the state file {result.state_path}"
         click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
+    made = _forecast(result, horizon_seconds, instance_prices) if forecast else None
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
+    if made is not None and plan_json:
+        from .forecast.command import with_forecast
+
+        plan_json = with_forecast(result.plan, made)
     if out_file:
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
             click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_FINDINGS)
-    _print_plan(result, fmt, quiet, no_color, plan_json)
+    _print_plan(result, fmt, quiet, no_color, plan_json, made)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
     if detailed_exitcode and result.changed:
@@ -283,7 +294,29 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     sys.exit(EXIT_OK)
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str) -> None:
+def _horizon(text: str) -> int:
+    from .forecast.durations import parse_horizon
+
+    try:
+        return parse_horizon(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--horizon") from None
+
+
+def _forecast(result: Any, horizon: int, prices_file: str | None) -> Any:
+    """The plan's forecast; on bad input its diagnostics on stderr and exit 1."""
+    from .forecast.command import forecast_or_diagnostics
+
+    made, problems = forecast_or_diagnostics(result, horizon, prices_file)
+    if made is None:
+        click.echo(problems, nl=False, err=True)
+        sys.exit(EXIT_FINDINGS)
+    if problems:
+        click.echo(problems, nl=False, err=True)
+    return made
+
+
+def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None) -> None:
     if fmt == "json":
         click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
         return
@@ -293,12 +326,22 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
     if fmt == "markdown":
         from .report.plan_markdown import render_markdown
 
-        click.echo(render_markdown(result.plan, diffs=result.diffs), nl=False)
+        text = render_markdown(result.plan, diffs=result.diffs)
+        if made is not None:
+            from .forecast.render import insert_markdown
+            from .forecast.render import render_markdown as forecast_markdown
+
+            text = insert_markdown(text, forecast_markdown(made))
+        click.echo(text, nl=False)
         return
     from .report.plan_text import render_plan
 
     color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
     click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
+    if made is not None:
+        from .forecast.render import render_text
+
+        click.echo(render_text(made), nl=False)
     from .report import render
 
     shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
