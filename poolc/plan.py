@@ -209,14 +209,15 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
     from .runtime import kueue_solution, replay
 
     waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
-    replayed = replay(config, waiting, requests, problem, running)
+    replayed = replay(config, waiting, requests, problem, running, submit="all")  # Kueue decides everything
     kubernetes_ids = {r.id for r in waiting.requests if r.id in replayed.simulation.outcomes}
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
 
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
-               output_dir: str | None = None, now: str | datetime | None = None) -> PlanResult:
+               output_dir: str | None = None, now: str | datetime | None = None,
+               submit: str = "gate") -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -225,7 +226,9 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     ``runtime_check`` replays the plan through Kueue's scheduler (the plan's
     ``runtime`` section). ``output_dir``: where the generated files are (default:
     the one the state records), to compare them with what the plan would write.
-    ``now``: the start time of the allocations an apply would create."""
+    ``now``: the start time of the allocations an apply would create. ``submit``:
+    how apply hands Jobs to Kueue, "gate" (only the allocated steps' Jobs, and stop
+    objects for the victims) or "all" (every Job; Kueue decides)."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
@@ -266,7 +269,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     plan = _with_released(assembled(solution), released)
     # one rendering of the targets for the runtime check and the file changes
     # (they read only which steps run and through which policy, which is final here)
-    context = TargetContext.of(validation.config, plan, live)
+    context = TargetContext.of(validation.config, plan, live, submit=submit)
     if runtime_check:
         from .runtime import replay, with_runtime
 

@@ -18,6 +18,7 @@ Every change is one atomic write of the state under the state lock.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +28,7 @@ from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .domain.naming import allocation_name, local_queue_name, step_label
 from .lock import state_lock
-from .model import Allocation, parse_timestamp
+from .model import WORKLOAD_REF, Allocation, parse_timestamp
 from .state import (
     INPUTS_LABEL,
     STEP_LABEL,
@@ -133,6 +134,7 @@ class Seen:
     file: str                     # the report it came from
     where: str                    # for messages: "items[3]"
     queue: str | None = None      # the LocalQueue a Kueue workload was submitted to
+    workload: str | None = None   # <namespace>/<name> of a Kueue Workload (what `apply` stops when preempted)
 
 
 def _condition(conditions: list[Any], kind: str) -> dict[str, Any] | None:
@@ -171,9 +173,12 @@ def kueue_workloads(file: str, data: Any) -> tuple[list[Seen], list[Diagnostic]]
         admitted = _condition(conditions, "Admitted")
         gone = any(_condition(conditions, kind) for kind in ("Finished", "Evicted", "Preempted"))
         queue = item.get("spec", {}).get("queueName")
+        meta = item.get("metadata", {})
+        ref = f"{meta.get('namespace')}/{meta.get('name')}" if isinstance(meta, dict) else ""
         found.append(Seen(f"{pipeline}/{step}", RUNNING if admitted and not gone else GONE,
                           _time(admitted.get("lastTransitionTime")) if admitted else None, file, where,
-                          queue if isinstance(queue, str) else None))
+                          queue if isinstance(queue, str) else None,
+                          ref if re.match(WORKLOAD_REF, ref) else None))
     return found, problems
 
 
@@ -264,12 +269,14 @@ def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None =
             current = allocations.get(name)
             if current is not None:
                 spec = current.spec.model_copy(update={"started_at": format_time(item.started_at)
-                                                       if item.started_at else current.spec.started_at})
+                                                       if item.started_at else current.spec.started_at,
+                                                       "workload": item.workload or current.spec.workload})
                 allocations[name] = current.model_copy(update={"spec": spec})
                 change.kept.append(name)
             elif request.requester and (placed := _placement(planned, request, item)) is not None:
                 allocations[name] = new_allocation(step_id, request.requester, *placed,
-                                                   request.preemptible, request.demand, started_at=item.started_at)
+                                                   request.preemptible, request.demand, started_at=item.started_at,
+                                                   workload=item.workload)
                 change.added.append(name)
         # allocations of steps on a reported target that the cluster no longer runs
         by_label = {step_label(s): s for s in steps}

@@ -128,6 +128,7 @@ class _VictimClass:
     policy: PolicyRule
     holds: dict[str, int]
     members: list[Running]                 # most recently started first
+    borrows: tuple[str, ...] = ()          # the metered keys each member borrows on (section 3)
 
 
 def _request_classes(problem: Problem) -> list[_Class]:
@@ -152,20 +153,24 @@ def _metered_holds(problem: Problem, alloc: Running) -> dict[str, int]:
 
 
 def _victim_classes(problem: Problem, borrowed: dict[str, dict[str, int]]) -> list[_VictimClass]:
-    groups: dict[tuple[str, tuple[tuple[str, int], ...]], list[Running]] = {}
+    """Preemptible, borrowing allocations grouped by policy, metered holdings and the
+    keys they borrow on (a victim may only be taken for a key it borrows on, so
+    members of one class must agree on those)."""
+    groups: dict[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]], list[Running]] = {}
     policies: dict[str, PolicyRule] = {}
     for alloc in _known_running(problem):
         policy = problem.policy_for(alloc.subject, alloc.pool)
         if policy is None or not alloc.preemptible:
             continue
-        if not any(v > 0 for v in borrowed.get(alloc.name, {}).values()):
-            continue
         holds = _metered_holds(problem, alloc)
+        borrows = tuple(sorted(k for k, v in borrowed.get(alloc.name, {}).items() if v > 0 and k in holds))
+        if not borrows:
+            continue
         policies[policy.name] = policy
-        groups.setdefault((policy.name, tuple(holds.items())), []).append(alloc)
+        groups.setdefault((policy.name, tuple(holds.items()), borrows), []).append(alloc)
     return [_VictimClass(policies[name], dict(holds),
-                         sorted(groups[(name, holds)], key=lambda a: (-a.start_rank, a.name)))
-            for name, holds in sorted(groups)]
+                         sorted(groups[(name, holds, borrows)], key=lambda a: (-a.start_rank, a.name)), borrows)
+            for name, holds, borrows in sorted(groups)]
 
 
 def _known_running(problem: Problem) -> list[Running]:
@@ -222,6 +227,9 @@ class _Built:
     n: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)   # (class, policy idx)
     z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     v: dict[int, cp_model.IntVar] = field(default_factory=dict)               # victim class
+    short: dict[tuple[str, str], cp_model.IntVar] = field(default_factory=dict)   # (pool, key) -> is short
+    short_use: dict[tuple[str, str], tuple[Terms, int, int]] = field(default_factory=dict)  # its used, kept, cap
+    short_pools: set[str] = field(default_factory=set)                        # pools with a flag that can be 1
     fifo: dict[int, cp_model.IntVar] = field(default_factory=dict)            # class -> prefix var
     late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var
     all_vars: list[cp_model.IntVar] = field(default_factory=list)
@@ -371,7 +379,7 @@ def _victim_dominance(b: _Built) -> None:
             if gj == gi:
                 continue
             big = b.victims[gj]
-            if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()):
+            if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()) or not set(lone.borrows) <= set(big.borrows):
                 continue
             later = sum(1 for a in big.members if a.start_rank > rank)
             if later:
@@ -471,7 +479,9 @@ def _answer(b: _Built, solver: cp_model.CpSolver) -> dict[int, int]:
 
 
 def _derive(b: _Built, hint: dict[int, int]) -> None:
-    """Set the literals of `_request_dominance` in ``hint`` from its counts."""
+    """Set the literals of `_request_dominance` and the short-key flags in ``hint``
+    from its counts."""
+    _short_hint(b, hint)
     for (ci, pi), u in b.used.items():
         hint[u.index] = int(hint[b.n[ci, pi].index] >= 1)
     for (ci, k), a in b.atleast.items():
@@ -531,6 +541,8 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
             rule(used, kept.pool.get((pool.name, k), 0),
                  freed(by_pool.get(pool.name, []), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
+            b.short_use[pool.name, k] = (used, kept.pool.get((pool.name, k), 0), pool.capacity[k])
+    _short_keys(b, by_pool)
 
     inside = set(pools)
     for q in sorted(problem.policies, key=lambda q: q.name):
@@ -551,6 +563,55 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
             # (and Kueue never preempts within a policy at one priority)
             rule([(b.z[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine if (ci, pi) in b.z],
                  const, [], q.rsv(k), f"z_{q.name}_{k}")
+
+
+def _short_keys(b: _Built, by_pool: dict[str, list[int]]) -> None:
+    """H5, victims only for keys that are short: a victim class may be preempted only
+    if the pool is short on a key its members borrow on, i.e. what the plan admits
+    there needs that key and does not fit beside everything that ran before the
+    plan. ``short[pool, k]`` may be 1 only then. So an allocation inside its
+    reserve on the key the preemptor needs is never taken because it borrows on
+    another key that has room (Kueue never does that either: it reclaims only from
+    queues that borrow a resource the preemptor lacks)."""
+    model = b.model
+    for pool in sorted(by_pool):
+        for gi in by_pool[pool]:
+            vc = b.victims[gi]
+            flags = []
+            for k in vc.borrows:
+                if (pool, k) not in b.short_use:
+                    continue
+                if (pool, k) not in b.short:
+                    used, kept, cap = b.short_use[pool, k]
+                    flag = model.new_bool_var(f"short_{pool}_{k}")
+                    b.short[pool, k] = flag
+                    b.all_vars.append(flag)
+                    if not used or sum(int(var.proto.domain[len(var.proto.domain) - 1]) * c
+                                       for var, c in used) + kept <= cap:
+                        model.add(flag == 0)      # can never be short: nothing admitted can overrun it
+                    else:
+                        model.add(_linear(used) >= max(1, cap - kept + 1)).only_enforce_if(flag)
+                        b.short_pools.add(pool)
+                flags.append(b.short[pool, k])
+            size = len(vc.members)
+            if not flags:
+                model.add(b.v[gi] == 0)
+            else:
+                model.add(b.v[gi] <= size * cp_model.LinearExpr.sum(flags))
+
+
+def _short_hint(b: _Built, hint: dict[int, int]) -> None:
+    """Set the short-key flags in ``hint`` from its admissions (1 wherever allowed)."""
+    for (pool, k), flag in b.short.items():
+        used, kept, cap = b.short_use[pool, k]
+        total = sum(hint[var.index] * c for var, c in used)
+        hint[flag.index] = int(total >= 1 and total + kept > cap)
+
+
+def _allowed(b: _Built, gi: int, hint: dict[int, int]) -> bool:
+    """Victim class ``gi`` may be preempted under the flags of ``hint``."""
+    pool = b.victims[gi].policy.pool
+    return any(hint.get(b.short[pool, k].index, 0) for k in b.victims[gi].borrows if (pool, k) in b.short)
 
 
 def _count_tier(name: str, maximize: bool, terms: Terms, value: Callable[[_Values], int],
@@ -662,18 +723,30 @@ def _restricted(b: _Built, floor: float, vfloor: float, assignment: dict[int, in
     Exact: no tier solved so far or now counts such an admission except through
     Z, nor such a victim; dropping an admission or preempting a victim only frees
     room (every rule is monotone in both), so some optimum of this tier is in the
-    restricted model. The plain model is kept for the tiers that count them. A
+    restricted model. Not in a pool where an admission can make a key short
+    (`_short_keys`): there dropping one could forbid a victim that an admission
+    counted now needs, so those admissions stay free. The plain model is kept for
+    the tiers that count them. A
     lower ``floor`` or ``vfloor`` than the tier's own restricts less and stays
     exact (a folded pair of tiers is solved on the looser copy of the two).
     ``base`` (default: the part's model) is the model copied."""
     model = (b.model if base is None else base).clone()
     hint = dict(assignment)
+    _short_hint(b, hint)
     for gi, var in b.v.items():
-        if b.victims[gi].policy.priority < vfloor:
-            model.add(model.get_int_var_from_proto_index(var.index) == len(b.victims[gi].members))
-            hint[var.index] = len(b.victims[gi].members)
+        vc = b.victims[gi]
+        if vc.policy.priority < vfloor:
+            # preempted whenever a key it borrows on is short (`_short_keys`): still only frees room
+            size, copy = len(vc.members), model.get_int_var_from_proto_index(var.index)
+            for k in vc.borrows:
+                if (vc.policy.pool, k) in b.short:
+                    model.add(copy >= size * model.get_int_var_from_proto_index(b.short[vc.policy.pool, k].index))
+            if _allowed(b, gi, hint):
+                hint[var.index] = size
     for (ci, pi), var in b.n.items():
-        if b.classes[ci].policies[pi].priority < floor:
+        # a pool where an admission can make a key short keeps them: dropping one
+        # could take away the shortage that allows a victim (`_short_keys`)
+        if b.classes[ci].policies[pi].priority < floor and b.classes[ci].policies[pi].pool not in b.short_pools:
             z = b.z.get((ci, pi))
             if z is None:
                 model.add(model.get_int_var_from_proto_index(var.index) == 0)
