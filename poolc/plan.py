@@ -276,7 +276,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
     plan = dataclasses.replace(plan, finished=finished, inputs=digests)
     if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
-        from .waiting import with_waits   # only with the cycle's time given: same inputs, same plan
+        from .waiting import with_waits  # only with the cycle's time given: same inputs, same plan
 
         plan = with_waits(plan, live, resolve_now(None))
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))

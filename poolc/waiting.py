@@ -20,7 +20,7 @@ from .requests import StepRequest
 
 def duration(seconds: int) -> str:
     """``45s``, ``12m``, ``3h 5m``, ``2d 4h``: the two largest units."""
-    parts = []
+    parts: list[str] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size or (unit == "s" and not parts):
             parts.append(f"{seconds // size}{unit}")

@@ -292,10 +292,11 @@ def test_random_contended_platforms_run_the_plan(tmp_path, block):
 def test_the_plan_says_how_long_a_step_waited_for_a_cycle(tmp_path, monkeypatch):
     """With the cycle's time given (SOURCE_DATE_EPOCH), a step with submitted_at says
     how long it waited: for this cycle when allocated, so far when queued."""
-    steps = "".join(f"    {name}: {{submitted_at: \"2026-01-01T00:00:0{i}Z\", settings: {{resources: {{gpu_count: 3}}}}}}\n"
-                    for i, name in enumerate(("one", "two")))
+    steps = "".join(f"    {name}: {{submitted_at: \"2026-01-01T00:00:0{i}Z\", "
+                    "settings: {resources: {gpu_count: 3}}}\n" for i, name in enumerate(("one", "two")))
     write(tmp_path, pool(4), policy("a", 10),
-          f"---\napiVersion: poolc/v1\nkind: Pipeline\nmetadata: {{name: a}}\nspec:\n  stack: a-stack\n  steps:\n{steps}")
+          "---\napiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: a}\nspec:\n  stack: a-stack\n"
+          f"  steps:\n{steps}")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(1767225600 + 750))      # 2026-01-01T00:12:30Z
     plan = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
     messages = {r.id: r.message for r in plan.requests}
