@@ -58,7 +58,7 @@ def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem:
     ``context``: the targets' context of ``plan``, when the caller renders the files too
     (its submit mode wins over ``submit``).
 
-    Gate mode (docs/apply.md#gate-mode) replays exactly what it writes: the Jobs of
+    Gate mode (docs/apply.md#gate-mode-the-cluster-runs-the-plan) replays exactly what it writes: the Jobs of
     the steps the plan allocates (queued steps' Jobs are held back), and the running
     workloads without those the stop objects stop (deactivated: gone, not requeued)."""
     ctx = context if context is not None else TargetContext.of(config, plan, requests, submit=submit)

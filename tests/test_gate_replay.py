@@ -305,3 +305,14 @@ def test_the_plan_says_how_long_a_step_waited_for_a_cycle(tmp_path, monkeypatch)
     monkeypatch.delenv("SOURCE_DATE_EPOCH")
     again = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
     assert not any("waited" in r.message for r in again.requests)
+
+
+def test_the_pull_request_comment_says_which_plan_to_read(tmp_path):
+    from poolc.report.plan_markdown import render_markdown
+
+    write(tmp_path, *SCENARIOS["several-policies-burst"](True))
+    notice = "The plan to read is `poolc plan --strategy kueue --submit all`"
+    every = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json"), submit="all").plan
+    assert notice in render_markdown(every)
+    gate = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
+    assert notice not in render_markdown(gate)

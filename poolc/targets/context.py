@@ -24,7 +24,7 @@ Component = KubernetesComponent | SageMakerComponent
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "poolc"}
 LABEL_PREFIX = "poolc.dev/"
-# How Jobs reach Kueue (docs/apply.md#gate-mode): "gate" writes Jobs only for the steps the
+# How Jobs reach Kueue (docs/apply.md#gate-mode-the-cluster-runs-the-plan): "gate" writes Jobs only for the steps the
 # plan allocates and stops the plan's victims; "all" submits every Job and lets Kueue decide.
 GATE, ALL = "gate", "all"
 SUBMIT_MODES = (GATE, ALL)

@@ -1,4 +1,4 @@
-"""Stop objects (docs/apply.md#gate-mode): in gate mode poolc, not Kueue, stops the
+"""Stop objects (docs/apply.md#gate-mode-the-cluster-runs-the-plan): in gate mode poolc, not Kueue, stops the
 running work a plan preempts, so the cluster loses exactly the victims the plan chose.
 
 Each victim whose Kueue Workload the state knows (`poolc state import --kueue`
