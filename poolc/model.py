@@ -30,6 +30,7 @@ from .units import DURATION_PATTERN, QUANTITY_PATTERN, mcpu_ceil, memory_mb_floo
 MAX_INT = 10**12
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+STEP_ID = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
 # a namespaced Kubernetes object: <DNS-1123 label>/<DNS-1123 subdomain>
 WORKLOAD_REF = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$"
@@ -242,6 +243,12 @@ def _toleration_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+# A pool's price per unit-hour of one key (docs/forecast.md#money); YAML's .inf and
+# .nan never get here (the loader refuses them, Y009), allow_inf_nan keeps JSON out too.
+PRICE_KEY = r"^[a-z][a-z0-9_]{0,57}_hour$"
+Price = Annotated[float, Field(ge=0, le=MAX_INT, allow_inf_nan=False)]
+
+
 class ResourcePoolSpec(Spec):
     capacity: ResourceMap = Field(description=(
         "Integer units per resource key: gpu, mcpu (milli-CPU), memory_mb (decimal MB), step_run (concurrent "
@@ -257,6 +264,13 @@ class ResourcePoolSpec(Spec):
             "Kubernetes tolerations (at most 8) for the taints of this pool's nodes, e.g. {key: nvidia.com/gpu, "
             "operator: Exists, effect: NoSchedule}. They become the tolerations of the pool's Kueue "
             "ResourceFlavor, which Kueue adds to the pods it admits on the pool."))
+
+
+    price: dict[Annotated[str, StringConstraints(pattern=PRICE_KEY)], Price] | None = Field(
+        default=None, description=(
+            "Indicative price of the pool's resources, for `poolc plan --forecast`: USD per unit-hour, keyed "
+            "<key>_hour (gpu_hour, cpu_hour per core, memory_gb_hour per decimal GB, step_run_hour, or a "
+            "custom key such as tensorrt_sessions_hour); finite and >= 0. See docs/forecast.md#money."))
 
 
 # --- Policy ----------------------------------------------------------------------
@@ -338,6 +352,11 @@ MAX_RUNTIME_HELP = ("The step's hard time limit: seconds as an integer, or a who
 Duration = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
                      WithJsonSchema(_duration_schema(MAX_RUNTIME_HELP))]
 
+EXPECTED_RUNTIME_HELP = ("How long the step is expected to run, in the same syntax as max_runtime (600s, 90m, 30h, "
+                         "2d). Only `poolc plan --forecast` reads it (default: max_runtime); nothing enforces it.")
+ExpectedRuntime = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
+                            WithJsonSchema(_duration_schema(EXPECTED_RUNTIME_HELP))]
+
 NoMeaning = Annotated[Any, AfterValidator(_no_poolc_meaning), WithJsonSchema({"not": {}})]
 
 # ZenML 0.98 spelling -> the v1 field it stands for (same meaning, warning R007).
@@ -371,6 +390,7 @@ class ResourceSettings(Shared):
             "Custom request keys and amounts (>= 1), e.g. tensorrt_sessions: 1; merged key by key with the "
             "pipeline default. gpu_count, cpu_count and memory win over the same key here."))
     max_runtime: Duration | None = Field(default=None, description=MAX_RUNTIME_HELP)
+    expected_runtime: ExpectedRuntime | None = Field(default=None, description=EXPECTED_RUNTIME_HELP)
     min_replicas: Count | None = Field(default=None, description=(
         "Deployed pipelines: minimum replicas; must not exceed max_replicas unless that is 0. Not planned."))
     max_replicas: Count | None = Field(default=None, description=(
@@ -486,6 +506,10 @@ class AllocationSpec(Spec):
         "meter are ignored."))
     started_at: Timestamp | None = Field(default=None, description=(
         "RFC 3339 start time; orders preemption victims (most recently started first). Missing = earliest."))
+    step: Annotated[str, StringConstraints(pattern=STEP_ID, max_length=127)] | None = Field(default=None, description=(
+        "The step this allocation runs, as <pipeline>/<step> (e.g. training/train_model): the plan counts the "
+        "step as running in this allocation instead of requesting it again, whatever the allocation's name. "
+        "Without it, an allocation is a step's only when its name is the one apply gives (docs/cli.md)."))
     workload: Annotated[str, StringConstraints(pattern=WORKLOAD_REF, max_length=317)] | None = Field(
         default=None, description=(
             "The Kueue Workload that runs it, as <namespace>/<name> (`poolc state import --kueue` records it). "
