@@ -279,7 +279,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
     else:
         solution = solve(problem)
-    plan = _with_released(assembled(solution), released)
+    plan = _with_wait_timeouts(_with_released(assembled(solution), released), live)
     # one rendering of the targets for the runtime check and the file changes
     # (they read only which steps run and through which policy, which is final here)
     context = TargetContext.of(validation.config, plan, live, submit=submit)
@@ -317,6 +317,20 @@ def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
                                          f"released because {notes[r.id]}; {r.message}") if r.id in notes else r
                      for r in plan.requests)
     return dataclasses.replace(plan, requests=requests)
+
+
+def _with_wait_timeouts(plan: Plan, requests: list[StepRequest]) -> Plan:
+    """Say, on each queued step that sets ZenML 0.98's allocation_wait_timeout_seconds,
+    that it waits without a bound poolc can give, and ZenML stops waiting at that time."""
+    timeouts = {r.id: r.settings.allocation_wait_timeout_seconds for r in requests
+                if r.settings.allocation_wait_timeout_seconds is not None}
+    if not timeouts:
+        return plan
+    requests_ = tuple(dataclasses.replace(r, message=f"{r.message}; note: it sets allocation_wait_timeout_seconds="
+                                          f"{timeouts[r.id]}, so ZenML gives up on it if it waits longer than "
+                                          f"{timeouts[r.id]:,} seconds for capacity")
+                      if r.status == "queued" and r.id in timeouts else r for r in plan.requests)
+    return dataclasses.replace(plan, requests=requests_)
 
 
 def _grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("commands", {"validate", "plan", "apply", "statecmd", "rules_doc", "runtime", "forecast", "waiting"}),
     ("stages", {"checks", "planner", "targets", "report"}),
     ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
-                 "schemas", "reports", "observe"}),
+                 "schemas", "reports", "observe", "sources"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
                     "__init__"}),
