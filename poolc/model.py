@@ -32,6 +32,8 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 STEP_ID = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
+# a namespaced Kubernetes object: <DNS-1123 label>/<DNS-1123 subdomain>
+WORKLOAD_REF = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$"
 # Keys of a capacity/reserved/limit map in the published schema. "(?![\s\S])" pins
 # the end for every regex flavour: Python's "$" alone also matches before a final
 # newline, so check-jsonschema would accept "gpu\n" (a YAML block scalar key).
@@ -620,6 +622,11 @@ class AllocationSpec(Spec):
         "The step this allocation runs, as <pipeline>/<step> (e.g. training/train_model): the plan counts the "
         "step as running in this allocation instead of requesting it again, whatever the allocation's name. "
         "Without it, an allocation is a step's only when its name is the one apply gives (docs/cli.md)."))
+    workload: Annotated[str, StringConstraints(pattern=WORKLOAD_REF, max_length=317)] | None = Field(
+        default=None, description=(
+            "The Kueue Workload that runs it, as <namespace>/<name> (`poolc state import --kueue` records it). "
+            "When a plan preempts the allocation, `apply` stops exactly this Workload (spec.active: false); "
+            "without it poolc cannot stop the allocation itself."))
 
 
 

@@ -212,7 +212,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
     from .runtime import kueue_solution, replay
 
     waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
-    replayed = replay(config, waiting, requests, problem, running)
+    replayed = replay(config, waiting, requests, problem, running, submit="all")  # Kueue decides everything
     kubernetes_ids = {r.id for r in waiting.requests if r.id in replayed.simulation.outcomes}
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
@@ -220,7 +220,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
-               observed: Iterable[str] | None = None) -> PlanResult:
+               observed: Iterable[str] | None = None, submit: str = "gate") -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -231,7 +231,9 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     the one the state records), to compare them with what the plan would write.
     ``now``: the start time of the allocations an apply would create. ``observed``:
     the cluster's report files; the plan starts from the state they imply
-    (poolc.observe) instead of the state file, which is not written."""
+    (poolc.observe) instead of the state file, which is not written. ``submit``:
+    how apply hands Jobs to Kueue, "gate" (only the allocated steps' Jobs, and stop
+    objects for the victims) or "all" (every Job; Kueue decides)."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
@@ -280,12 +282,16 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     plan = _with_wait_timeouts(_with_released(assembled(solution), released), live)
     # one rendering of the targets for the runtime check and the file changes
     # (they read only which steps run and through which policy, which is final here)
-    context = TargetContext.of(validation.config, plan, live)
+    context = TargetContext.of(validation.config, plan, live, submit=submit)
     if runtime_check:
         from .runtime import replay, with_runtime
 
         plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
     plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations))
+    if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
+        from .waiting import with_waits  # only with the cycle's time given: same inputs, same plan
+
+        plan = with_waits(plan, live, resolve_now(None))
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
     if state.ok:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,

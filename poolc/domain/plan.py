@@ -75,9 +75,13 @@ class Preemption:
     pool: str
     for_: tuple[str, ...]             # request ids it makes room for, sorted
     message: str
+    workload: str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+        found = {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+        if self.workload is not None:
+            found["workload"] = self.workload
+        return found
 
 
 @dataclass(frozen=True)
@@ -186,13 +190,14 @@ class Runtime:
     differences: tuple[RuntimeDifference, ...]    # sorted by id
     notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
     stopped: str = ""                             # why the replay stopped before it settled ("" if it did)
+    submit: str = "gate"                          # how apply hands Jobs to the cluster: gate | all
 
     @property
     def agrees(self) -> bool:
         return not self.differences
 
     def as_dict(self) -> dict:
-        found: dict[str, Any] = {"engine": self.engine, "agrees": self.agrees,
+        found: dict[str, Any] = {"engine": self.engine, "submit": self.submit, "agrees": self.agrees,
                                  "differences": [x.as_dict() for x in self.differences]}
         if self.notes:
             found["notes"] = list(self.notes)
@@ -351,8 +356,11 @@ def _plan_from_dict(data: Any) -> Plan:
         for_ = _need(p, "for", list, where)
         if not all(isinstance(x, str) for x in for_):
             raise PlanFormatError(f"{where}: 'for' must list request ids")
+        workload = p.get("workload")
+        if workload is not None and not isinstance(workload, str):
+            raise PlanFormatError(f"{where}: 'workload' must be a string")
         preempted.append(Preemption(_need(p, "id", str, where), _need(p, "pool", str, where), tuple(for_),
-                                    _need(p, "message", str, where)))
+                                    _need(p, "message", str, where), workload))
     pools = tuple(PoolUsage(_need(p, "name", str, f"pools[{i}]"), _ints(p, "capacity", f"pools[{i}]"),
                             _ints(p, "used", f"pools[{i}]"), _ints(p, "free", f"pools[{i}]"))
                   for i, p in enumerate(_need(data, "pools", list, "plan")))
@@ -400,6 +408,9 @@ def _runtime_from_dict(data: dict) -> Runtime:
     stopped = data.get("stopped", "")
     if not isinstance(stopped, str):
         raise PlanFormatError("not a poolc plan file: runtime: 'stopped' must be a string")
-    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes), stopped)
+    submit = data.get("submit", "gate")
+    if submit not in ("gate", "all"):
+        raise PlanFormatError("not a poolc plan file: runtime: 'submit' must be gate or all")
+    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes), stopped, submit)
 
 

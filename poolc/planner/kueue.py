@@ -127,11 +127,14 @@ def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dic
             if o.status == ADMITTED and o.cluster_queue in cq_policy and cq_policy[o.cluster_queue]}
 
 
-def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str, str]) -> list[RuntimeDifference]:
+def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str, str],
+                unstoppable: Mapping[str, str] | None = None) -> list[RuntimeDifference]:
     """Where the cluster will do otherwise than ``plan``: per Kubernetes request
     (allocated vs left pending, queued vs admitted) and per running allocation
     (preempted by one and not the other). ``running_of_step``: step id -> the
-    allocation that already runs it."""
+    allocation that already runs it; ``unstoppable``: victims poolc meant to stop
+    itself but cannot, and why. A workload the simulation never saw (a queued step
+    held back, a victim its stop object removed) is no difference."""
     outcomes = simulation.outcomes
     found: list[RuntimeDifference] = []
     for request in plan.requests:
@@ -154,7 +157,7 @@ def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str
             found.append(RuntimeDifference(name, "running", PREEMPTED,
                                            f"the plan keeps it running, but Kueue will preempt it: {outcome.reason}"))
         elif outcome.status == ADMITTED and name in preempted:
+            why = (unstoppable or {}).get(name, "no workload Kueue admits needs its quota")
             found.append(RuntimeDifference(name, PREEMPTED, "running",
-                                           "the plan preempts it, but Kueue will keep it running: no workload "
-                                           "Kueue admits needs its quota"))
+                                           f"the plan preempts it, but Kueue will keep it running: {why}"))
     return sorted(found, key=lambda x: x.id)

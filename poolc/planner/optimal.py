@@ -96,6 +96,7 @@ FIFO_PLAIN_LARGE = 8.0   # the same for a part of FIFO_PLAIN_FROM requests or mo
 FIFO_PLAIN_FROM = 5_000
 FOLD_COUNTS = True   # solve each "preempted at v" tier with the next "admitted at p" folded in (`_fold_count`)
 COUNT_FOLD_QUICK = 0.1   # deterministic s for such a folded pair before its tiers are solved apart
+FLAG_LIMIT = 32      # victim classes per part up to which `_short_keys` is exact in the model (else `_repaired`)
 RANK_POLISH = 0.3    # deterministic s for the start-rank fold's polished hint (`_polished`)
 POLISH_FROM = 5_000  # requests in a part from which the fold gets it (smaller parts: measured mixed)
 REOPEN = True        # budget left after the last tier goes to the first tier not proven (`_reopen`)
@@ -136,6 +137,7 @@ class _VictimClass:
     policy: PolicyRule
     holds: dict[str, int]
     members: list[Running]                 # most recently started first
+    borrows: tuple[str, ...] = ()          # the metered keys each member borrows on (section 3)
 
 
 def _request_classes(problem: Problem) -> list[_Class]:
@@ -160,20 +162,24 @@ def _metered_holds(problem: Problem, alloc: Running) -> dict[str, int]:
 
 
 def _victim_classes(problem: Problem, borrowed: dict[str, dict[str, int]]) -> list[_VictimClass]:
-    groups: dict[tuple[str, tuple[tuple[str, int], ...]], list[Running]] = {}
+    """Preemptible, borrowing allocations grouped by policy, metered holdings and the
+    keys they borrow on (a victim may only be taken for a key it borrows on, so
+    members of one class must agree on those)."""
+    groups: dict[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]], list[Running]] = {}
     policies: dict[str, PolicyRule] = {}
     for alloc in _known_running(problem):
         policy = problem.policy_for(alloc.subject, alloc.pool)
         if policy is None or not alloc.preemptible:
             continue
-        if not any(v > 0 for v in borrowed.get(alloc.name, {}).values()):
-            continue
         holds = _metered_holds(problem, alloc)
+        borrows = tuple(sorted(k for k, v in borrowed.get(alloc.name, {}).items() if v > 0 and k in holds))
+        if not borrows:
+            continue
         policies[policy.name] = policy
-        groups.setdefault((policy.name, tuple(holds.items())), []).append(alloc)
+        groups.setdefault((policy.name, tuple(holds.items()), borrows), []).append(alloc)
     return [_VictimClass(policies[name], dict(holds),
-                         sorted(groups[(name, holds)], key=lambda a: (-a.start_rank, a.name)))
-            for name, holds in sorted(groups)]
+                         sorted(groups[(name, holds, borrows)], key=lambda a: (-a.start_rank, a.name)), borrows)
+            for name, holds, borrows in sorted(groups)]
 
 
 def _known_running(problem: Problem) -> list[Running]:
@@ -230,6 +236,12 @@ class _Built:
     n: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)   # (class, policy idx)
     z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     v: dict[int, cp_model.IntVar] = field(default_factory=dict)               # victim class
+    short: dict[tuple[str, str], cp_model.IntVar] = field(default_factory=dict)   # (pool, key) -> is short
+    short_use: dict[tuple[str, str], tuple[Terms, int, int]] = field(default_factory=dict)  # its used, kept, cap
+    short_pools: set[str] = field(default_factory=set)                        # pools with a flag that can be 1
+    flagged: set[int] = field(default_factory=set)                            # victim classes the flags govern
+    unchecked: list[int] = field(default_factory=list)   # classes the rule is checked on after the solve instead
+    forbidden: set[int] = field(default_factory=set)     # victim classes that may not be preempted
     fifo: dict[int, cp_model.IntVar] = field(default_factory=dict)            # class -> prefix var
     late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var
     all_vars: list[cp_model.IntVar] = field(default_factory=list)
@@ -332,10 +344,12 @@ def _reach(cls: _Class, pools: dict[str, Pool]) -> list[int]:
 
 
 def _build(problem: Problem, classes: list[_Class], victims: list[_VictimClass], layout: _Layout,
-           pools: list[str]) -> _Built:
-    """The model of one part: ``classes`` and ``victims`` live in ``pools`` only."""
+           pools: list[str], forbidden: frozenset[int] = frozenset()) -> _Built:
+    """The model of one part: ``classes`` and ``victims`` live in ``pools`` only;
+    ``forbidden``: victim classes that may not be preempted (`_repaired`)."""
     model = cp_model.CpModel()
     b = _Built(model, classes, victims, layout.rank_n)
+    b.forbidden = set(forbidden)
     by_pool = {p.name: p for p in problem.pools}
     for ci, cls in enumerate(classes):
         size = len(cls.members)
@@ -380,8 +394,10 @@ def _victim_dominance(b: _Built) -> None:
             if gj == gi:
                 continue
             big = b.victims[gj]
-            if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()):
+            if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()) or not set(lone.borrows) <= set(big.borrows):
                 continue
+            if gj in b.forbidden or (gj in b.flagged and gi not in b.flagged):
+                continue    # a restricted copy preempts the lone one outright, the big one only when allowed
             later = sum(1 for a in big.members if a.start_rank > rank)
             if later:
                 b.model.add(b.v[gj] >= later * b.v[gi])
@@ -480,7 +496,9 @@ def _answer(b: _Built, solver: cp_model.CpSolver) -> dict[int, int]:
 
 
 def _derive(b: _Built, hint: dict[int, int]) -> None:
-    """Set the literals of `_request_dominance` in ``hint`` from its counts."""
+    """Set the literals of `_request_dominance` and the short-key flags in ``hint``
+    from its counts."""
+    _short_hint(b, hint)
     for (ci, pi), u in b.used.items():
         hint[u.index] = int(hint[b.n[ci, pi].index] >= 1)
     for (ci, k), a in b.atleast.items():
@@ -540,6 +558,8 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
             rule(used, kept.pool.get((pool.name, k), 0),
                  freed(by_pool.get(pool.name, []), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
+            b.short_use[pool.name, k] = (used, kept.pool.get((pool.name, k), 0), pool.capacity[k])
+    _short_keys(b, by_pool)
 
     inside = set(pools)
     for q in sorted(problem.policies, key=lambda q: q.name):
@@ -560,6 +580,85 @@ def _hard_rules(problem: Problem, b: _Built, pools: list[str]) -> None:
             # (and Kueue never preempts within a policy at one priority)
             rule([(b.z[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine if (ci, pi) in b.z],
                  const, [], q.rsv(k), f"z_{q.name}_{k}")
+
+
+def _short_keys(b: _Built, by_pool: dict[str, list[int]]) -> None:
+    """H5, victims only for keys that are short: a victim class may be preempted only
+    if the pool is short on a key its members borrow on, i.e. what the plan admits
+    there needs that key and does not fit beside everything that ran before the
+    plan. ``short[pool, k]`` may be 1 only then. So an allocation inside its
+    reserve on the key the preemptor needs is never taken because it borrows on
+    another key that has room (Kueue never does that either: it reclaims only from
+    queues that borrow a resource the preemptor lacks).
+
+    Only a class that holds a key without borrowing on it, where that key can be
+    short at all, needs the flags: the tiers already make every victim needed
+    (dropping one would lower its tier's count with every admission kept), so it
+    holds a key that is short, and when every key it holds but does not borrow on
+    can never be short, that key is one it borrows on. Most borrowers are such
+    classes, and the flags' relaxation slows the proofs down."""
+    model = b.model
+
+    def can_be_short(pool: str, k: str) -> bool:
+        if (pool, k) not in b.short_use:
+            return False
+        used, kept, cap = b.short_use[pool, k]
+        return bool(used) and _most(used) + kept > cap
+
+    governed = [gi for pool in sorted(by_pool) for gi in by_pool[pool]
+                if any(can_be_short(pool, k) for k in b.victims[gi].holds if k not in b.victims[gi].borrows)]
+    if len(governed) > FLAG_LIMIT:
+        # too many for the flags to stay cheap: only the static part here (a victim whose
+        # borrowed keys can never be short is never taken); `_repaired` checks the rest
+        for gi in governed:
+            vc = b.victims[gi]
+            if not any(can_be_short(vc.policy.pool, k) for k in vc.borrows):
+                b.forbidden.add(gi)
+            elif gi not in b.forbidden:
+                b.unchecked.append(gi)
+        governed = []
+    for gi in sorted(b.forbidden):
+        model.add(b.v[gi] == 0)
+    for gi in governed:
+        pool = b.victims[gi].policy.pool
+        vc = b.victims[gi]
+        b.flagged.add(gi)
+        flags = []
+        for k in vc.borrows:
+            if (pool, k) not in b.short_use:
+                continue
+            if (pool, k) not in b.short:
+                used, kept, cap = b.short_use[pool, k]
+                flag = model.new_bool_var(f"short_{pool}_{k}")
+                b.short[pool, k] = flag
+                b.all_vars.append(flag)
+                if not can_be_short(pool, k):
+                    model.add(flag == 0)      # can never be short: nothing admitted can overrun it
+                else:
+                    model.add(_linear(used) >= max(1, cap - kept + 1)).only_enforce_if(flag)
+                    b.short_pools.add(pool)
+            flags.append(b.short[pool, k])
+        size = len(vc.members)
+        if not flags:
+            model.add(b.v[gi] == 0)
+        else:
+            model.add(b.v[gi] <= size * cp_model.LinearExpr.sum(flags))
+
+
+def _short_hint(b: _Built, hint: dict[int, int]) -> None:
+    """Set the short-key flags in ``hint`` from its admissions (1 wherever allowed)."""
+    for (pool, k), flag in b.short.items():
+        used, kept, cap = b.short_use[pool, k]
+        total = sum(hint[var.index] * c for var, c in used)
+        hint[flag.index] = int(total >= 1 and total + kept > cap)
+
+
+def _allowed(b: _Built, gi: int, hint: dict[int, int]) -> bool:
+    """Victim class ``gi`` may be preempted under the flags of ``hint``."""
+    if gi not in b.flagged:
+        return True
+    pool = b.victims[gi].policy.pool
+    return any(hint.get(b.short[pool, k].index, 0) for k in b.victims[gi].borrows if (pool, k) in b.short)
 
 
 def _count_tier(name: str, maximize: bool, terms: Terms, value: Callable[[_Values], int],
@@ -671,18 +770,35 @@ def _restricted(b: _Built, floor: float, vfloor: float, assignment: dict[int, in
     Exact: no tier solved so far or now counts such an admission except through
     Z, nor such a victim; dropping an admission or preempting a victim only frees
     room (every rule is monotone in both), so some optimum of this tier is in the
-    restricted model. The plain model is kept for the tiers that count them. A
+    restricted model. Not in a pool where an admission can make a key short
+    (`_short_keys`): there dropping one could forbid a victim that an admission
+    counted now needs, so those admissions stay free. The plain model is kept for
+    the tiers that count them. A
     lower ``floor`` or ``vfloor`` than the tier's own restricts less and stays
     exact (a folded pair of tiers is solved on the looser copy of the two).
     ``base`` (default: the part's model) is the model copied."""
     model = (b.model if base is None else base).clone()
     hint = dict(assignment)
+    _short_hint(b, hint)
     for gi, var in b.v.items():
-        if b.victims[gi].policy.priority < vfloor:
-            model.add(model.get_int_var_from_proto_index(var.index) == len(b.victims[gi].members))
-            hint[var.index] = len(b.victims[gi].members)
+        vc = b.victims[gi]
+        size, copy = len(vc.members), model.get_int_var_from_proto_index(var.index)
+        if gi in b.forbidden:
+            continue
+        if vc.policy.priority < vfloor and gi not in b.flagged:
+            model.add(copy == size)
+            hint[var.index] = size
+        elif vc.policy.priority < vfloor:
+            # preempted whenever a key it borrows on is short (`_short_keys`): still only frees room
+            for k in vc.borrows:
+                if (vc.policy.pool, k) in b.short:
+                    model.add(copy >= size * model.get_int_var_from_proto_index(b.short[vc.policy.pool, k].index))
+            if _allowed(b, gi, hint):
+                hint[var.index] = size
     for (ci, pi), var in b.n.items():
-        if b.classes[ci].policies[pi].priority < floor:
+        # a pool where an admission can make a key short keeps them: dropping one
+        # could take away the shortage that allows a victim (`_short_keys`)
+        if b.classes[ci].policies[pi].priority < floor and b.classes[ci].policies[pi].pool not in b.short_pools:
             z = b.z.get((ci, pi))
             if z is None:
                 model.add(model.get_int_var_from_proto_index(var.index) == 0)
@@ -1261,9 +1377,9 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
     built = [_build(problem, c, v, layout, pools) for pools, c, v in parts]
     budget = _Budget(max_deterministic_time, sum(1 for b in built for t in b.tiers if t.active))
     results = []
-    for i, b in enumerate(built, 1):
+    for i, (b, (pools, c, v)) in enumerate(zip(built, parts, strict=True), 1):
         label = f"part {i}/{len(built)} ({len(b.classes)} classes): " if len(built) > 1 else ""
-        results.append((b, _solve_part(b, budget, progress, label)))
+        results.append(_repaired(problem, layout, pools, c, v, b, budget, progress, label))
     while REOPEN and budget.total - budget.spent > 1e-3:
         unproven = [(b, r, k) for b, r in results
                     for k, (v, bd) in enumerate(zip(r.values, r.bounds, strict=True), 1) if v != bd]
@@ -1277,6 +1393,51 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0,
     solution = _hand_out(problem, results, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
     solution.bounds = bounds
     return solution
+
+
+REPAIR_ROUNDS = 3
+
+
+def _repaired(problem: Problem, layout: _Layout, pools: list[str], classes: list[_Class],
+              victims: list[_VictimClass], b: _Built, budget: _Budget, progress: Progress | None,
+              label: str) -> tuple[_Built, _PartResult]:
+    """Solve one part; where the part has too many victim classes for the short-key
+    flags (`_short_keys`), check the rule on the answer instead: victim classes taken
+    although no key they borrow on is short are forbidden and the part is planned
+    again (at most REPAIR_ROUNDS times, then every unchecked class is forbidden). The
+    plan then obeys the rule and is optimal among plans without those victims."""
+    st = _solve_part(b, budget, progress, label)
+    forbidden: set[int] = set()
+    for round_ in range(REPAIR_ROUNDS + 1):
+        bad = _unjustified(b, st)
+        if not bad:
+            break
+        forbidden |= bad if round_ < REPAIR_ROUNDS else set(b.unchecked)
+        b = _build(problem, classes, victims, layout, pools, frozenset(forbidden))
+        budget.tiers_left += sum(1 for t in b.tiers if t.active)
+        if progress is not None:
+            progress(f"{label}{len(bad)} victim class(es) taken for keys that are not short: "
+                     "planned again without them")
+        st = _solve_part(b, budget, progress, label)
+    return b, st
+
+
+def _unjustified(b: _Built, st: _PartResult) -> set[int]:
+    """Victim classes the answer preempts although no key they borrow on is short."""
+    bad = set()
+    for gi in b.unchecked:
+        if st.vals.v.get(gi, 0) == 0:
+            continue
+        pool = b.victims[gi].policy.pool
+        short = False
+        for k in b.victims[gi].borrows:
+            if (pool, k) in b.short_use:
+                used, kept, cap = b.short_use[pool, k]
+                total = sum(st.assignment[var.index] * c for var, c in used)
+                short = short or (total >= 1 and total + kept > cap)
+        if not short:
+            bad.add(gi)
+    return bad
 
 
 def _add_up(rows: list[list[int]]) -> list[int]:

@@ -135,7 +135,8 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         # `for` names only the requests that needed a key the victim was preempted on
         _, needing = preemption_keys(state, victim, displaced, before.get(name, {}))
         preemptions[name] = Preemption(name, victim.pool, tuple(sorted(needing)),
-                                       preempted_message(state, victim, displaced, before.get(name, {})))
+                                       preempted_message(state, victim, displaced, before.get(name, {})),
+                                       victim.workload)
     by_id = {r.id: r for r in problem.requests}
     planned = []
     for step in requests:

@@ -72,6 +72,10 @@ def _headline(plan: Plan) -> list[str]:
     lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
              f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
              "", f"strategy `{solver.strategy}` ({proven}){runtime}", "", *_not_proven(plan)]
+    if plan.runtime is not None and plan.runtime.submit == "all" and solver.strategy != "kueue":
+        lines += ["> Every Job goes to Kueue (`--submit all`): Kueue, not this plan, decides which steps wait "
+                  "and which running work it preempts. The plan to read is "
+                  "`poolc plan --strategy kueue --submit all`.", ""]
     tiers = objective_rows(solver)
     if tiers:
         lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
