@@ -265,3 +265,17 @@ def test_generated_jobs_never_contradict_their_cluster_queue_flavors(tmp_path, m
                     assert expression["operator"] == "In"
                     if expression["key"] in labels:
                         assert labels[expression["key"]] in expression["values"], (job["metadata"]["name"], flavor)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_worked_example_of_format_md_gives_the_documented_plan(strategy):
+    """docs/format.md#worked-example-two-gpu-models-and-a-cpu-pool quotes this outcome."""
+    repo = Path(__file__).resolve().parents[1]
+    plan = plan_paths([str(repo / "docs" / "examples" / "gpu-models.yaml")], strategy=strategy,
+                      state_file=str(repo / "docs" / "examples" / "no-state.json")).plan
+    got = {r.id: (r.status, r.pool or r.policy) for r in plan.requests}
+    assert got == {"llm/prepare": ("allocated", "cpu"), "llm/pretrain": ("allocated", "h100"),
+                   "llm/finetune": ("queued", "ml-h100"), "llm/evaluate": ("allocated", "a100"),
+                   "llm/benchmark": ("queued", "ml-h100"), "llm/export": ("allocated", "a100")}
+    assert plan.runtime is not None and plan.runtime.agrees
+    assert [x.rule for x in plan.diagnostics] == []
