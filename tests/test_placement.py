@@ -279,3 +279,15 @@ def test_the_worked_example_of_format_md_gives_the_documented_plan(strategy):
                    "llm/benchmark": ("queued", "ml-h100"), "llm/export": ("allocated", "a100")}
     assert plan.runtime is not None and plan.runtime.agrees
     assert [x.rule for x in plan.diagnostics] == []
+
+
+def test_a_running_step_whose_model_changed_is_planned_again(tmp_path, monkeypatch):
+    """A step that apply started on the A100 pool and that now asks H100 no longer fits
+    its allocation: the plan releases it and places the new request on the H100 pool."""
+    write(tmp_path, pipeline("train", {"one": "{gpu_count: 1, gpu_type: A100}"}))
+    monkeypatch.chdir(tmp_path)
+    apply_paths(["."], output_dir="out", now="2026-01-01T00:00:00Z")
+    assert placement(plan_paths(["."]).plan)["train/one"] == ("allocated", "a100")   # still running there
+    write(tmp_path, pipeline("train", {"one": f"{{gpu_count: 1, gpu_type: {H100}}}"}))
+    plan = plan_paths(["."]).plan
+    assert placement(plan)["train/one"] == ("allocated", "h100")
