@@ -291,3 +291,24 @@ def test_a_running_step_whose_model_changed_is_planned_again(tmp_path, monkeypat
     write(tmp_path, pipeline("train", {"one": f"{{gpu_count: 1, gpu_type: {H100}}}"}))
     plan = plan_paths(["."]).plan
     assert placement(plan)["train/one"] == ("allocated", "h100")
+
+
+def test_a_plan_that_sends_a_step_to_another_model_is_a_runtime_difference(tmp_path, monkeypatch):
+    """The plan the old eligibility made (an H100 step allocated through the A100
+    policy) is no longer reported as agreeing: the replay of its Job leaves it
+    pending, and the difference says why."""
+    import dataclasses
+
+    from poolc.plan import _running_steps
+    from poolc.runtime import replay, runtime_of
+
+    monkeypatch.chdir(write(tmp_path, pipeline("train", {"h": f"{{gpu_count: 2, gpu_type: {H100}}}"})))
+    result = plan_paths(["."])
+    assert placement(result.plan)["train/h"] == ("allocated", "h100") and result.plan.runtime.agrees
+    wrong = dataclasses.replace(result.plan, requests=tuple(
+        dataclasses.replace(r, policy="prod-a100", pool="a100") for r in result.plan.requests))
+    config, requests, problem = result.validation.config, result.validation.requests, result.problem
+    steps, _ = _running_steps(requests, problem.running, problem, {})
+    differences = runtime_of(wrong, replay(config, wrong, requests, problem, steps)).differences
+    assert [(x.id, x.plan, x.cluster) for x in differences] == [("train/h", "allocated", "pending")]
+    assert "flavor 'a100' doesn't match node affinity" in differences[0].message
