@@ -64,8 +64,16 @@ def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem:
 
 
 def runtime_of(plan: Plan, replayed: Replay) -> Runtime:
+    """The plan against the replay. A replay its work bound stopped has not decided
+    every workload: the ones it left pending are not differences, only the ones it
+    decided otherwise, and the runtime section says where it stopped."""
     differences = tuple(replaying.differences(plan, replayed.simulation, replayed.running_of_step))
-    return Runtime(replaying.ENGINE, differences, _notes(differences, replayed))
+    stopped = replayed.simulation.stopped
+    if stopped:
+        differences = tuple(x for x in differences if x.cluster != "pending")
+        stopped = (f"the Kueue replay {stopped}: the steps it left pending were not checked against the plan "
+                   "(a platform of hundreds of ClusterQueues in one cohort)")
+    return Runtime(replaying.ENGINE, differences, _notes(differences, replayed), stopped)
 
 
 def _notes(differences: tuple[RuntimeDifference, ...], replayed: Replay) -> tuple[str, ...]:

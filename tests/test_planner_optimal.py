@@ -836,6 +836,7 @@ def test_a_large_part_gives_the_fifo_retry_longer_before_the_rows(monkeypatch: p
     tier is the brute force's."""
     from poolc.planner import optimal
 
+    monkeypatch.setattr(optimal, "MIP_RETRY", False)     # CP-SAT's attempts alone: SCIP would prove FIFO first
     monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
     monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)
     monkeypatch.setattr(optimal, "FIFO_PLAIN_LARGE", 1e9)

@@ -111,10 +111,29 @@ def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: 
     return found
 
 
+# The replay's work bound (kueuesim's ``simulate(max_work=...)``): nominations weighted by the
+# ClusterQueues of their cohort, counted, never timed, so a stopped replay stops at the same
+# cycle on every run. Hundreds of step operators with a policy each on one pool make hundreds of
+# ClusterQueues in one cohort, and every nomination that looks for preemption candidates walks
+# them all: 2,500 steps and 400 operators took 71 CPU s to replay. The bound grows with the
+# workloads (a plan ten times larger may replay ten times longer) from a floor no small platform
+# reaches; docs/targets.md says what a plan says when it stops the replay.
+REPLAY_WORK_MIN = 200_000
+REPLAY_WORK_PER_WORKLOAD = 200
+
+
+def work_bound(workloads: int) -> int:
+    """The replay's work bound for this many workloads (pending and running)."""
+    return REPLAY_WORK_MIN + REPLAY_WORK_PER_WORKLOAD * workloads
+
+
 def replay(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
-           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None) -> Simulation:
-    """Kueue's scheduler over these objects until nothing more can be admitted."""
-    return simulate(objects, workloads(objects, jobs, arrival, running, batch_of))
+           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None,
+           max_work: int | None = None) -> Simulation:
+    """Kueue's scheduler over these objects until nothing more can be admitted, or
+    until ``max_work`` (default `work_bound`; then ``Simulation.stopped`` says so)."""
+    items = workloads(objects, jobs, arrival, running, batch_of)
+    return simulate(objects, items, max_work=work_bound(len(items)) if max_work is None else max_work)
 
 
 def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dict[str, str]:

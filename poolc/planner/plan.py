@@ -108,7 +108,11 @@ def _tiers(problem: Problem, solution: Solution) -> tuple[Tier, ...]:
     if solution.strategy != "optimal":
         return ()
     tiers = objective_tiers(problem)
-    return tiers if len(tiers) == len(solution.objective) else ()
+    if len(tiers) != len(solution.objective):
+        return ()
+    if len(solution.bounds) != len(tiers):
+        return tiers
+    return tuple(Tier(t.kind, t.priority, bound) for t, bound in zip(tiers, solution.bounds, strict=True))
 
 
 def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], *,

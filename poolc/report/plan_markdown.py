@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..domain.plan import Plan, PlannedRequest
-from .objective import objective_rows
+from .objective import objective_rows, unproven_line
 
 LIMIT = 65_536
 # What the sections may use together; the headline and the notes need the rest.
@@ -71,13 +71,22 @@ def _headline(plan: Plan) -> list[str]:
                    else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
     lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
              f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-             "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+             "", f"strategy `{solver.strategy}` ({proven}){runtime}", "", *_not_proven(plan)]
     tiers = objective_rows(solver)
     if tiers:
         lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
                   *_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), "",
                   "</details>", ""]
     return lines
+
+
+def _not_proven(plan: Plan) -> list[str]:
+    """What was not proven or not checked: the tiers the solver did not prove, and
+    a runtime check its work bound stopped, one line each, if any."""
+    lines = [unproven_line(plan.solver) or ""]
+    if plan.runtime is not None and plan.runtime.stopped:
+        lines.append(f"The runtime check stopped: {plan.runtime.stopped}.")
+    return [x for line in lines if line for x in (line, "")]
 
 
 def _pools(plan: Plan, budget: int) -> list[str]:
