@@ -28,11 +28,11 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.borrowing import grant_order
-from .domain.eligibility import check_policy
+from .domain.eligibility import check_placement, check_policy
 from .domain.naming import allocation_name, step_label
 from .domain.plan import STRATEGIES, External, FileChange, Plan
 from .domain.problem import Problem, Running
-from .inputs import problem_from_config
+from .inputs import problem_from_config, request_of
 from .model import Allocation
 from .planner.plan import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
@@ -161,7 +161,8 @@ def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> 
     policy = problem.policy_for(alloc.subject, alloc.pool)
     pool = problem.find_pool(alloc.pool)
     if policy is not None and pool is not None:
-        why = check_policy(pool, policy, request.demand, request.preemptible)
+        why = (check_placement(pool, policy, request_of(request, 0, request.demand))   # model, selector, node
+               or check_policy(pool, policy, request.demand, request.preemptible))
         if why is not None:
             return f"policy {policy.name} no longer admits it: {why.sentence()}"
     return None

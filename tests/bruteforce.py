@@ -36,11 +36,50 @@ def checked(problem: Problem, pool: str, demand) -> dict[str, int]:
     return {k: v for k, v in demand.items() if v > 0 and (k in cap or k not in UNBOUNDED_IF_ABSENT)}
 
 
+# What a gpu_type accepts, written again from docs/format.md's table (only the rows
+# the random platforms use): the exact product label value, or a family's members.
+FAMILY = {
+    "A100": {"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-PCIE-40GB", "NVIDIA-A100-80GB-PCIe"},
+    "A100-80GB": {"NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-80GB-PCIe"},
+    "H100": {"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-PCIe", "NVIDIA-H100-NVL"},
+    "L4": {"NVIDIA-L4"},
+}
+
+
+def _pool(problem: Problem, name: str):
+    return next(p for p in problem.pools if p.name == name)
+
+
+def model_ok(gpu_type: str | None, model: str | None) -> bool:
+    """A node of ``model`` (None: not said) serves a step asking ``gpu_type``."""
+    return gpu_type is None or model is None or model == gpu_type or model in FAMILY.get(gpu_type, set())
+
+
+def placeable(problem: Problem, pool_name: str, req: Request) -> bool:
+    """The pool's nodes can run the request: its GPU model, its pool_selector, one node."""
+    pool = _pool(problem, pool_name)
+    gpus = req.demand.get("gpu", 0)
+    wanted = req.gpu_type if gpus > 0 else None
+    if wanted is not None:
+        if pool.capacity.get("gpu", 0) <= 0:
+            return False
+        if pool.gpu_models is not None and not any(model_ok(wanted, m) for m in pool.gpu_models):
+            return False
+    if any(pool.labels.get(k) != v for k, v in req.pool_selector):
+        return False
+    if pool.nodes:
+        return any(all(req.demand.get(k, 0) <= n.shape.get(k, 0) for k in ("gpu", "mcpu", "memory_mb"))
+                   and model_ok(wanted, n.gpu_model) for n in pool.nodes)
+    return True
+
+
 def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
-    """Eligibility, ordered by priority (desc) then pool name."""
+    """Eligibility, in preference order: the pools the step names (in its order),
+    then priority (desc), then pool name. A step without GPUs keeps off GPU pools it
+    does not name while a pool without GPUs is eligible for it."""
     out = []
     for q in problem.policies:
-        if q.subject != req.requester:
+        if q.subject != req.requester or not placeable(problem, q.pool, req):
             continue
         cap = _capacity(problem, q.pool)
         ok = True
@@ -50,7 +89,14 @@ def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
                 ok = False
         if ok:
             out.append(q)
-    return sorted(out, key=lambda q: (-q.priority, q.pool))
+
+    def has_gpus(q: PolicyRule) -> bool:
+        return _capacity(problem, q.pool).get("gpu", 0) > 0
+
+    if req.demand.get("gpu", 0) <= 0 and any(not has_gpus(q) for q in out):
+        out = [q for q in out if not has_gpus(q) or q.pool in req.pools]
+    named = list(req.pools)
+    return sorted(out, key=lambda q: (named.index(q.pool) if q.pool in named else len(named), -q.priority, q.pool))
 
 
 def borrowed(problem: Problem) -> dict[str, dict[str, int]]:

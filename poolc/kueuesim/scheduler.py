@@ -158,7 +158,8 @@ class Scheduler:
         key = (cq, self.queues[cq].shape_of(wl))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = RequestPlan.of(spec, self._requests(wl, spec))
+            plan = self._plans[key] = RequestPlan.of(spec, self._requests(wl, spec)).with_selection(
+                spec, self.config.flavor_labels, wl)
         return plan
 
     def _next_order(self) -> tuple[int, int]:

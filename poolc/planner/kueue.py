@@ -52,6 +52,21 @@ def pod_requests(job: Mapping) -> dict[str, int]:
     return total
 
 
+def node_selection(job: Mapping) -> tuple[tuple[tuple[str, str], ...], tuple | None]:
+    """A Job's pod nodeSelector and the terms of its required node affinity, as the
+    simulator's Workload holds them (what Kueue's flavor assigner matches)."""
+    spec = job["spec"]["template"]["spec"]
+    selector = tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items()))
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required is None:
+        return selector, None
+    terms = tuple(tuple((e["key"], e["operator"], tuple(e.get("values") or ()))
+                        for e in term.get("matchExpressions") or ())
+                  for term in required.get("nodeSelectorTerms") or ())
+    return selector, terms
+
+
 def holds_requests(holds: Mapping[str, int]) -> dict[str, int]:
     """A running allocation's holds in Kueue's units (custom keys are not pod resources)."""
     total = {"pods": 1}
@@ -88,9 +103,11 @@ def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: 
         labels = job["metadata"].get("labels", {})
         if QUEUE_LABEL not in labels:
             continue  # unmanaged: Kueue does not hold it back
+        selector, affinity = node_selection(job)
         found.append(Workload(name=request_id, namespace=job["metadata"]["namespace"], queue_name=labels[QUEUE_LABEL],
                               priority=values.get(labels.get(PRIORITY_LABEL, ""), 0), requests=pod_requests(job),
-                              created=arrival[request_id], batch=(batch_of or {}).get(request_id, 0)))
+                              created=arrival[request_id], batch=(batch_of or {}).get(request_id, 0),
+                              node_selector=selector, affinity=affinity))
     return found
 
 

@@ -114,7 +114,7 @@ _SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 TUNING: dict[str, dict[str, object]] = {"count": {}, "fifo": {}, "rank": {}, "preference": {}}
 Progress = Callable[[str], None]
 Terms = list[tuple[cp_model.IntVar, int]]
-_ClassKey = tuple[str, tuple[tuple[str, int], ...], bool]
+_ClassKey = tuple[str, tuple[tuple[str, int], ...], bool, tuple]
 
 
 # ---------------------------------------------------------------- aggregation
@@ -126,7 +126,7 @@ class _Class:
     requester: str
     preemptible: bool
     members: list[Request]                 # by arrival rank
-    policies: list[PolicyRule]             # eligible; priority desc, then pool name
+    policies: list[PolicyRule]             # eligible, in preference order (eligible_policies)
     demands: list[dict[str, int]]          # per policy: metered demand in its pool
 
 
@@ -144,7 +144,7 @@ def _request_classes(problem: Problem) -> list[_Class]:
     groups: dict[_ClassKey, list[Request]] = {}
     for req in problem.requests:
         demand = tuple(sorted((k, v) for k, v in req.demand.items() if v > 0))
-        groups.setdefault((req.requester, demand, req.preemptible), []).append(req)
+        groups.setdefault((req.requester, demand, req.preemptible, req.placement), []).append(req)
     classes = []
     for key in sorted(groups):
         members = sorted(groups[key], key=lambda r: (r.rank, r.id))
@@ -1454,7 +1454,7 @@ def _hand_out(problem: Problem, results: list[tuple[_Built, _PartResult]], objec
     for b, r in results:
         for ci, cls in enumerate(b.classes):
             queue = iter(cls.members)                       # lowest arrival rank first
-            for pi, q in enumerate(cls.policies):           # higher-priority policy first
+            for pi, q in enumerate(cls.policies):           # preferred policy first
                 for j in range(r.vals.n[ci, pi]):
                     req = next(queue)
                     admitted[req.id] = q

@@ -176,7 +176,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         elif not eligible and not reasons:
             planned.append(entry(ALLOCATED, unmanaged_message(request.requester), reason=UNMANAGED))
         elif not eligible:
-            rule, message = rejection(step.step, reasons)
+            rule, message = rejection(step.step, reasons, request.gpu_type)
             planned.append(entry(REJECTED, message, reason=rule))
         else:
             # it waits in the queue of its first eligible policy (priority, then pool name);

@@ -14,10 +14,11 @@ import json
 import re
 from collections import defaultdict
 
+from ..domain.gpu_models import node_selection
 from ..domain.naming import MAX_NAME, dns_label, hash_suffixed, local_queue_name, priority_class_name, short_name
 from ..domain.plan import QUEUED
 from ..model import KubernetesComponent
-from ..requests import GPU_PRODUCT_LABEL, StepRequest, step_inputs
+from ..requests import StepRequest, step_inputs
 from ..units import format_mcpu, format_memory_mb
 from .context import GATE, LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
@@ -148,8 +149,8 @@ def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesCo
         pod["serviceAccountName"] = component.service_account
     if policy is not None:
         pod["priorityClassName"] = priority_class_name(policy.priority)
-    if request.gpu_product is not None:
-        pod["nodeSelector"] = {GPU_PRODUCT_LABEL: request.gpu_product}
+    if request.gpu_product is not None and request.settings.gpu_type:
+        pod.update(node_selection(request.settings.gpu_type))   # the models its gpu_type accepts
     pod["containers"] = [_container(ctx, request)]
     if request.settings.shm:
         pod["volumes"] = [_shm_volume(request.settings.shm)]
