@@ -191,6 +191,12 @@ def spared_allocations(plan: Plan, base: BaseComparison) -> list[Who]:
     return [who(plan, name) for name in base.preempted_removed if plan.step_of_allocation(name) is None]
 
 
+def _running(plan: Plan, names: tuple[str, ...]) -> str:
+    """``2 running steps``, or ``allocations`` when some were written by hand."""
+    noun = "step" if all(plan.step_of_allocation(name) for name in names) else "allocation"
+    return f"{len(names)} running {noun}{'s' if len(names) != 1 else ''}"
+
+
 # the order effects are told in: losses of running work first, then steps that lose, then gains
 _WORSE = {"allocated": 0, "queued": 1, "rejected": 2, ABSENT: 1}
 
@@ -201,8 +207,7 @@ def change_headline(plan: Plan, base: BaseComparison) -> str:
         return "no changes"
     parts = []
     if base.preempted_added:
-        count = len(base.preempted_added)
-        parts.append(f"preempts {count} running step{'s' if count != 1 else ''}")
+        parts.append(f"preempts {_running(plan, base.preempted_added)}")
     covered = _preemption_steps(plan, base.preempted_added) | _preemption_steps(plan, base.preempted_removed)
     moves: dict[tuple[str, str], int] = {}
     for step in base.steps:
@@ -222,8 +227,7 @@ def change_headline(plan: Plan, base: BaseComparison) -> str:
         else:
             parts.append(f"{count} {steps} {before} → {after}")
     if base.preempted_removed:
-        count = len(base.preempted_removed)
-        parts.append(f"{count} running step{'s' if count != 1 else ''} no longer preempted")
+        parts.append(f"{_running(plan, base.preempted_removed)} no longer preempted")
     if not parts:
         changed = len(base.inputs)
         parts.append(f"{changed} input{'s' if changed != 1 else ''} changed, no step's fate")
