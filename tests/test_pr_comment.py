@@ -224,8 +224,9 @@ def test_raising_it_back_warns_of_the_running_work_it_preempts(change):
     result = _plan("base", "--base", "head.json", "--format", "markdown")
     html = rendered(result.stdout)
     assert html.text_of("h3") == ["poolc: preempts 2 running steps, 1 step queued → allocated"]
-    assert html.blocks[1] == ("blockquote", "[!WARNING] Preempts running work: vlm-sweep/trial_lr1e3_mixb (vision), "
-                                            "vlm-sweep/trial_lr3e4_mixa (vision) will stop when this change is applied.")
+    assert html.blocks[1] == ("blockquote", "[!WARNING] Preempts running work: vlm-sweep/trial_lr1e3_mixb "
+                                            "(vision), vlm-sweep/trial_lr3e4_mixa (vision) will stop when this "
+                                            "change is applied.")
     text = _plan("base", "--base", "head.json").stdout
     first = text.split("\n\n", 1)[0].splitlines()
     assert first[0] == "Change: preempts 2 running steps, 1 step queued → allocated"
