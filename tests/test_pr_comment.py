@@ -299,19 +299,22 @@ def test_the_comment_of_10000_requests_with_a_base_stays_under_githubs_limit(tmp
     subprocess.run([sys.executable, str(REPO / "benchmarks" / "gen_pipelines.py"), "base", "--pipelines", "1820"],
                    check=True, capture_output=True)
     shutil.copytree("base", "head")
-    # halve the orchestrator's GPU limit: thousands of steps change their fate
+    # halve the GPU pool (and the orchestrator's limit with it): thousands of steps change their fate
     edited = 0
     for path in sorted((tmp_path / "head").rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
         if "limit: {gpu: 384}" in text:
-            path.write_text(text.replace("limit: {gpu: 384}", "limit: {gpu: 192}"), encoding="utf-8")
+            text = text.replace("limit: {gpu: 384}", "limit: {gpu: 256}").replace("capacity: {gpu: 512,",
+                                                                                 "capacity: {gpu: 256,")
+            path.write_text(text, encoding="utf-8")
             edited += 1
     assert edited == 1
     assert cli("plan", "base", "--state", "none.json", "--out", "base.json").exit_code in (0, 1)
     result = cli("plan", "head", "--state", "none.json", "--base", "base.json", "--format", "markdown",
                  "--out", "head.json")
     plan = json.loads((tmp_path / "head.json").read_text(encoding="utf-8"))
-    assert len(plan["requests"]) >= 10_000 and plan["base"]["steps"]
+    assert result.exit_code in (0, 1) and "no plan made" not in result.stderr
+    assert len(plan["requests"]) >= 10_000 and len(plan["base"]["steps"]) > 1000
     assert len(result.stdout) < LIMIT
     html = rendered(result.stdout)
     _well_formed(html)
