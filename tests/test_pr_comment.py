@@ -319,3 +319,22 @@ def test_the_comment_of_10000_requests_with_a_base_stays_under_githubs_limit(tmp
     html = rendered(result.stdout)
     _well_formed(html)
     assert html.kinds()[0] == "h3" and "more steps not shown to stay under GitHub's comment size" in result.stdout
+
+
+# --- a base that cannot be compared ---------------------------------------------------
+
+def test_a_base_of_another_state_or_format_version_is_an_error_that_says_so(change):
+    assert cli("plan", "base", "--state", "none.json", "--out", "base.json").exit_code == 0
+    result = _plan("head", "--base", "base.json", "--format", "markdown", "--out", "head.json")
+    assert result.exit_code == 1 and result.stdout == "" and not (change / "head.json").exists()
+    assert "base.json: the base plan cannot be compared with this one: it was made against another state " \
+           "(4 running allocation(s) differ: ranking-serve--refresh-index-" in result.stderr
+    data = json.loads((change / "base.json").read_text(encoding="utf-8"))
+    (change / "old.json").write_text(json.dumps({**data, "format_version": 0}), encoding="utf-8")
+    result = _plan("head", "--base", "old.json")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.strip() == ("poolc: the base plan old.json has plan format version 0, this poolc writes "
+                                     "version 1: plan the base branch with the same poolc as this one")
+    (change / "broken.json").write_text('{"format_version": 1}', encoding="utf-8")
+    result = _plan("head", "--base", "broken.json")
+    assert result.exit_code == 1 and "the base plan broken.json: not a poolc plan file" in result.stderr
