@@ -285,7 +285,7 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
                      lambda budget: [f"#### The whole plan: {view.counts(plan)}", "", _verdict(plan), ""]]
     else:
         head = [f"### poolc plan: {view.counts(plan)}", ""]
-        head += _warning([s.who for s in view.preempted(plan)], "will stop when this plan is applied")
+        head += _warning(view.losing_running_work(plan), "will stop when this plan is applied")
         head += [_verdict(plan), ""]
     sections += [
         lambda budget: _cluster(plan, budget),

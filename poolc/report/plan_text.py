@@ -247,7 +247,7 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     console.print(f"inputs {plan.inputs_digest}")
     console.print(f"{len(plan.requests)} steps: {view.counts(plan)}")
     if base is None:
-        stopped = [s.who.label() for s in view.preempted(plan)]
+        stopped = [who.label() for who in view.losing_running_work(plan)]
         if stopped:
             console.print(Text(f"WARNING: preempts running work: {', '.join(stopped[:10])}"
                                + (f" and {len(stopped) - 10} more" if len(stopped) > 10 else ""), style="bold red"))

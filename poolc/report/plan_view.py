@@ -100,6 +100,13 @@ def preempted(plan: Plan) -> list[Stopped]:
             if p.id not in kept]
 
 
+def losing_running_work(plan: Plan) -> list[Who]:
+    """Everyone whose running work stops: the plan's preemptions the cluster carries
+    out, and running work the cluster preempts although the plan keeps it."""
+    return [s.who for s in preempted(plan)] + [x.who for x in cluster_differences(plan)
+                                              if x.cluster == _CLUSTER_WILL["preempted"]]
+
+
 def waiting(plan: Plan) -> list[PlannedRequest]:
     """Queued steps, less those the cluster will run anyway (said once, as a
     cluster difference) and running steps the plan preempts (said once, as preempted)."""
