@@ -299,7 +299,7 @@ def test_the_comment_of_10000_requests_with_a_base_stays_under_githubs_limit(tmp
     subprocess.run([sys.executable, str(REPO / "benchmarks" / "gen_pipelines.py"), "base", "--pipelines", "1820"],
                    check=True, capture_output=True)
     shutil.copytree("base", "head")
-    # halve the GPU pool (and the orchestrator's limit with it): thousands of steps change their fate
+    # halve the GPU pool (and the orchestrator's limit with it): over a hundred steps change their fate
     edited = 0
     for path in sorted((tmp_path / "head").rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
@@ -309,12 +309,16 @@ def test_the_comment_of_10000_requests_with_a_base_stays_under_githubs_limit(tmp
             path.write_text(text, encoding="utf-8")
             edited += 1
     assert edited == 1
-    assert cli("plan", "base", "--state", "none.json", "--out", "base.json").exit_code in (0, 1)
-    result = cli("plan", "head", "--state", "none.json", "--base", "base.json", "--format", "markdown",
-                 "--out", "head.json")
+    def poolc(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "poolc", "plan", *args, "--state", "none.json"],
+                              capture_output=True, text=True)
+
+    base = poolc("base", "--out", "base.json")
+    assert base.returncode == 0, base.stderr
+    result = poolc("head", "--base", "base.json", "--format", "markdown", "--out", "head.json")
+    assert result.returncode == 0, result.stderr
     plan = json.loads((tmp_path / "head.json").read_text(encoding="utf-8"))
-    assert result.exit_code in (0, 1) and "no plan made" not in result.stderr
-    assert len(plan["requests"]) >= 10_000 and len(plan["base"]["steps"]) > 1000
+    assert len(plan["requests"]) >= 10_000 and len(plan["base"]["steps"]) > 100
     assert len(result.stdout) < LIMIT
     html = rendered(result.stdout)
     _well_formed(html)
