@@ -230,6 +230,9 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Where apply writes the files, to show their diffs (default: the state's record).")
+@click.option("--observed", "observed", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Plan against what the cluster reports (kubectl Workloads or SageMaker describe-training-job "
+                   "JSON, as for state import; repeatable), without writing the state.")
 @click.option("--format", "fmt", type=click.Choice(PLAN_FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when nothing changes, 2 when an allocation, a generated file or the state would.")
@@ -241,8 +244,8 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @color_option
 @guarded
 def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, output_dir: str | None,
-         fmt: str, detailed_exitcode: bool, base_file: str | None, verbose: bool, quiet: bool,
-         no_color: bool) -> None:
+         observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None, verbose: bool,
+         quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
     Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one) or the
@@ -260,7 +263,7 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     try:
         result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
                             progress=_progress(quiet, verbose), output_dir=output_dir,
-                            refuse_invalid=True, base=base)
+                            observed=observed or None, refuse_invalid=True, base=base)
     except InvalidConfiguration as invalid:
         _print_errors_only(invalid.validation.diagnostics, fmt, paths or (".",), quiet)
         sys.exit(EXIT_FINDINGS)
@@ -274,7 +277,8 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         from .report import render
 
         click.echo(render("text", result.state.diagnostics), nl=False, err=True)  # stdout stays empty: no plan
-        click.echo(f"poolc: cannot read the state file {result.state_path}; no plan made", err=True)
+        what = "the state file or the cluster's reports" if observed else f"the state file {result.state_path}"
+        click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
     if out_file:
@@ -527,13 +531,33 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     from .state import DEFAULT_STATE
     from .statecmd import remove
 
-    change = remove(state_file or DEFAULT_STATE, names)
+    change = _locked(lambda: remove(state_file or DEFAULT_STATE, names))
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
         click.echo(f"poolc: nothing changed: {change.refused}", err=True)
         sys.exit(EXIT_FINDINGS)
     for name in change.removed:
         click.echo(f"released: {name}")
+    sys.exit(EXIT_OK)
+
+
+@state.command("rerun")
+@click.argument("names", nargs=-1, required=True)
+@state_file_option
+@guarded
+def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
+    """Run finished steps again (step ids pipeline/step, or pipelines): the state forgets
+    that they finished, so the next plan requests them and apply writes their Jobs."""
+    from .state import DEFAULT_STATE
+    from .statecmd import rerun
+
+    change = _locked(lambda: rerun(state_file or DEFAULT_STATE, names))
+    if not change.ok:
+        emit_diagnostics(change.diagnostics, "text", False)
+        click.echo(f"poolc: nothing changed: {change.refused}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    for label in change.removed:
+        click.echo(f"to run again: {label}")
     sys.exit(EXIT_OK)
 
 
@@ -544,29 +568,46 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
               help="kubectl get workloads.kueue.x-k8s.io -A -o json")
 @click.option("--sagemaker", "sagemaker_file", type=click.Path(dir_okay=False),
               help="a JSON array of aws sagemaker describe-training-job outputs")
+@click.option("--allow-empty", is_flag=True,
+              help="Accept a report that lists nothing although the state holds running work there.")
 @guarded
 def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str | None,
-                 sagemaker_file: str | None) -> None:
-    """Refresh the running allocations from what the cluster reports.
+                 sagemaker_file: str | None, allow_empty: bool) -> None:
+    """Refresh the state from what the cluster reports.
 
-    Admitted or running jobs stay or appear with their real start times; finished,
-    failed or evicted ones leave. Exit 1, changing nothing, on any error.
+    Admitted or running jobs stay or appear with their real start times; finished
+    ones (Completed, Failed, Stopped; Finished=True) are recorded as finished, like
+    `state rm`; evicted or pending ones leave and are planned again; foreign
+    Workloads admitted through poolc's queues become external allocations. Exit 1,
+    changing nothing, on any error.
     """
     from .state import DEFAULT_STATE
     from .statecmd import import_cluster
 
     if not kueue_file and not sagemaker_file:
         raise click.UsageError("give --kueue FILE, --sagemaker FILE or both")
-    change = import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
-                            sagemaker=sagemaker_file)
+    change = _locked(lambda: import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
+                                            sagemaker=sagemaker_file, allow_empty=allow_empty))
     emit_diagnostics(change.diagnostics, "text", False)
     if not change.ok:
         click.echo(f"poolc: nothing imported: {change.refused}", err=True)
         sys.exit(EXIT_FINDINGS)
-    for label, names in (("appeared", change.added), ("left", change.removed), ("running", change.kept)):
+    for label, names in (("appeared", change.added), ("left", change.removed), ("finished", change.finished),
+                         ("running", change.kept)):
         for name in names:
             click.echo(f"{label}: {name}")
     sys.exit(EXIT_OK)
+
+
+def _locked(command: Callable[[], Any]) -> Any:
+    """Run a state command; a held or unusable state lock is one line and exit 1."""
+    from .lock import StateLockError
+
+    try:
+        return command()
+    except StateLockError as exc:
+        click.echo(f"poolc: nothing changed: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
 
 
 def _decided(plan: Any) -> str:

@@ -82,7 +82,7 @@ def has_errors(diagnostics: list[Diagnostic]) -> bool:
 
 # --- The rule table. Families: Y (reading YAML), S (structure / schema),
 # --- N (names and references), P (pools and policies), K (stacks and components),
-# --- R (requests built from steps), A (allocations / state), T (targets).
+# --- R (requests built from steps), A (allocations / state), T (targets), O (the cluster's reports).
 Y001 = rule("Y001", "error", "file cannot be read or is not valid UTF-8", "yaml")
 Y002 = rule("Y002", "error", "YAML syntax error", "yaml")
 Y003 = rule("Y003", "error", "duplicate key in a mapping", "yaml")
@@ -129,6 +129,15 @@ R007 = rule("R007", "warning", "ZenML 0.98 spelling of a ResourceSettings field 
 
 A001 = rule("A001", "warning", "running allocation of a subject with no policy on its pool", "state")
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")
+
+A003 = rule("A003", "warning", "an Allocation document and the state disagree about a step (the state wins)",
+            "state")
+
+O001 = rule("O001", "error", "a cluster report entry is malformed, listed twice or contradicts another", "observed")
+O002 = rule("O002", "warning", "a cluster report entry poolc cannot place (unknown step or pool); ignored",
+            "observed")
+O003 = rule("O003", "error", "an empty report for a target with running allocations (--allow-empty to accept)",
+            "observed")
 
 T001 = rule("T001", "warning", "the cluster (Kueue) will do otherwise than the plan for this step", "targets")
 N003 = rule("N003", "error", "two steps or pools map to one generated file, allocation or job name", "names")

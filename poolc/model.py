@@ -30,6 +30,7 @@ from .units import DURATION_PATTERN, QUANTITY_PATTERN, mcpu_ceil, memory_mb_floo
 MAX_INT = 10**12
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+STEP_ID = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
 # Keys of a capacity/reserved/limit map in the published schema. "(?![\s\S])" pins
 # the end for every regex flavour: Python's "$" alone also matches before a final
@@ -484,6 +485,10 @@ class AllocationSpec(Spec):
         "meter are ignored."))
     started_at: Timestamp | None = Field(default=None, description=(
         "RFC 3339 start time; orders preemption victims (most recently started first). Missing = earliest."))
+    step: Annotated[str, StringConstraints(pattern=STEP_ID, max_length=127)] | None = Field(default=None, description=(
+        "The step this allocation runs, as <pipeline>/<step> (e.g. training/train_model): the plan counts the "
+        "step as running in this allocation instead of requesting it again, whatever the allocation's name. "
+        "Without it, an allocation is a step's only when its name is the one apply gives (docs/cli.md)."))
 
 
 

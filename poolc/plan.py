@@ -17,8 +17,6 @@ not requested again until its inputs change.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,14 +30,23 @@ from .domain.borrowing import grant_order
 from .domain.change import compare, state_difference
 from .domain.eligibility import check_policy
 from .domain.naming import allocation_name, step_label
-from .domain.plan import STRATEGIES, FileChange, Plan
+from .domain.plan import STRATEGIES, External, FileChange, Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
 from .model import Allocation
 from .planner.plan import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
-from .requests import StepRequest
-from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
+from .requests import StepRequest, step_inputs  # noqa: F401 - step_inputs kept importable from here
+from .state import (
+    DEFAULT_STATE,
+    StateRead,
+    changes,
+    documents_against_state,
+    dump_state,
+    read_state,
+    state_from_plan,
+    step_of,
+)
 from .targets.context import TargetContext
 from .textdiff import unified_diff
 from .validate import Validation, validate_paths
@@ -129,16 +136,6 @@ def resolve_now(now: str | datetime | None = None) -> datetime:
     return when.astimezone(UTC).replace(microsecond=0)
 
 
-def step_inputs(request: StepRequest) -> str:
-    """16 hex digits naming what a step runs: requester, merged settings, demand,
-    image and command. A finished step is requested again once this changes."""
-    step = request.entry.obj.spec.steps[request.step]
-    data = {"requester": request.requester, "settings": request.settings.model_dump(mode="json", exclude_none=True),
-            "demand": dict(sorted(request.demand.items())), "preemptible": request.preemptible,
-            "image": step.image, "command": step.command}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 Strategy = Callable[[Problem], Solution]
 
 
@@ -195,15 +192,21 @@ def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> 
 
 
 def _running_steps(requests: list[StepRequest], running: Iterable[Running], problem: Problem,
-                   recorded: Mapping[str, str | None]) -> tuple[dict[str, Running], dict[str, str]]:
+                   recorded: Mapping[str, str | None], declared: Mapping[str, str] | None = None
+                   ) -> tuple[dict[str, Running], dict[str, str]]:
     """(step id -> the allocation that still runs it, allocation name -> why it no
     longer describes its step). ``recorded``: allocation name -> the step label
     apply recorded on it (a user's own allocation matches a step only by name and
-    subject, and is never released)."""
+    subject, and is never released). ``declared``: allocation document name -> the
+    step its ``spec.step`` (or its name) says it runs; such a document is that step's."""
     by_name = {a.name: a for a in running}
+    by_step = {step: by_name[name] for name, step in (declared or {}).items() if name in by_name}
     found: dict[str, Running] = {}
     released: dict[str, str] = {}
     for request in requests:
+        if request.id in by_step:
+            found[request.id] = by_step[request.id]
+            continue
         alloc = by_name.get(allocation_name(request.id))
         if alloc is None:
             continue
@@ -241,7 +244,8 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
-               refuse_invalid: bool = False, base: Plan | None = None) -> PlanResult:
+               observed: Iterable[str] | None = None, refuse_invalid: bool = False,
+               base: Plan | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -250,7 +254,9 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     ``runtime_check`` replays the plan through Kueue's scheduler (the plan's
     ``runtime`` section). ``output_dir``: where the generated files are (default:
     the one the state records), to compare them with what the plan would write.
-    ``now``: the start time of the allocations an apply would create.
+    ``now``: the start time of the allocations an apply would create. ``observed``:
+    the cluster's report files; the plan starts from the state they imply
+    (poolc.observe) instead of the state file, which is not written.
     ``refuse_invalid``: raise InvalidConfiguration instead of planning when an
     error other than a step's rejection is found. ``base``: a plan of the base
     branch's inputs against the same state; the plan's ``base`` section says what
@@ -264,19 +270,26 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     config = validation.config
     state_path = state_file or DEFAULT_STATE
     state = read_state(state_path)
+    if observed is not None and state.ok:
+        from .observe import observe_files
+
+        state = observe_files(state, list(observed), config, validation.requests)
     if state.preempted:  # config allocations an applied plan preempted no longer run
         config = _without_allocations(config, set(state.preempted))
 
     requests = validation.requests  # requests do not depend on allocations
     rejected = step_errors(config, requests, validation.diagnostics)
     inputs = {r.id: step_inputs(r) for r in requests}
+    dropped, document_steps, disagree = documents_against_state(config, state, inputs)
+    if dropped:
+        config = _without_allocations(config, dropped)
     finished = tuple(sorted(r.id for r in requests if state.finished.get(step_label(r.id)) == inputs[r.id]))
     live = [r for r in requests if r.id not in finished]
     everything = problem_from_config(config, [], state.allocations)
     recorded = {a.metadata.name: step_of(a) for a in state.allocations}
     recorded.update({name: step_of(entry.obj) for name, entry in config.allocations.items()})
     running, released = _running_steps([r for r in live if r.id not in rejected], everything.running,
-                                       everything, recorded)
+                                       everything, recorded, document_steps)
     if released:
         config = _without_allocations(config, set(released))
     state_allocations = [a for a in state.allocations if a.metadata.name not in released]
@@ -295,7 +308,8 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
 
     def assembled(solution: Solution) -> Plan:
         return assemble(problem, solution, live, rejected=rejected, running=running,
-                        diagnostics=[*validation.diagnostics, *state.diagnostics], digest=digest_of(digests))
+                        diagnostics=[*validation.diagnostics, *state.diagnostics, *disagree],
+                        digest=digest_of(digests))
 
     if strategy == "kueue":
         solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
@@ -309,7 +323,8 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         from .runtime import replay, with_runtime
 
         plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
-    plan = dataclasses.replace(plan, finished=finished, inputs=digests, teams=_teams(validation.config))
+    plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations),
+                               teams=_teams(validation.config))
     if base is not None:
         plan = dataclasses.replace(plan, base=compare(base, plan, _victim_policies(problem).get))
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
@@ -333,6 +348,14 @@ def _victim_policies(problem: Problem) -> dict[str, str]:
         if policy is not None:
             found[alloc.name] = policy.name
     return found
+
+
+def _external(allocations: Iterable[Allocation]) -> tuple[External, ...]:
+    """The state's allocations of foreign work (poolc.observe), for the plan to list."""
+    from .observe import EXTERNAL_LABEL, POLICY_LABEL
+
+    return tuple(External(a.metadata.name, a.metadata.labels.get(POLICY_LABEL, "?"), a.spec.pool, dict(a.spec.holds))
+                 for a in sorted(allocations, key=lambda a: a.metadata.name) if a.metadata.labels.get(EXTERNAL_LABEL))
 
 
 def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:

@@ -19,6 +19,7 @@ _FAMILIES = {
     "stacks": "Stacks and components",
     "requests": "Requests built from steps",
     "state": "Running allocations",
+    "observed": "The cluster's reports (`state import`, `plan --observed`)",
     "targets": "What the cluster will do (the runtime check every plan runs)",
 }
 

@@ -45,7 +45,7 @@ def test_action_yml_is_a_valid_action():
     result = _check_jsonschema("vendor.github-actions", ACTION)
     assert result.returncode == 0, result.stdout + result.stderr
     action = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
-    assert set(action["inputs"]) == {"paths", "base", "state", "format"}
+    assert set(action["inputs"]) == {"paths", "base", "state", "observed", "format"}
     assert action["runs"]["using"] == "composite"
     ids = [step.get("id") for step in action["runs"]["steps"]]
     assert ids[1:] == ["install", *STEPS_RUN]
@@ -72,14 +72,15 @@ def test_the_readme_workflows_are_valid_workflows(title, tmp_path):
         assert workflow["on"]["push"]["branches"] == ["main"]
         assert workflow["concurrency"] == {"group": "poolc-apply", "cancel-in-progress": False}
         runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["apply"]["steps"])
-        assert "poolc apply config/ --output-dir deploy/ --state poolc.state.json" in runs
+        assert "poolc state import config/ --kueue workloads.json\npoolc apply config/ --output-dir deploy/\n" in runs
         return
     assert "pull_request" in workflow["on"]
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
     assert workflow["concurrency"]["group"] == "poolc-plan-${{ github.event.pull_request.number }}"
-    uses = [step["uses"] for step in workflow["jobs"]["plan"]["steps"]]
-    assert uses == ["actions/checkout@v4", "your-org/poolc@v0.2.0"]
-    assert set(workflow["jobs"]["plan"]["steps"][1]["with"]) <= {"paths", "base", "state", "format"}
+    steps = workflow["jobs"]["plan"]["steps"]
+    assert [step.get("uses") for step in steps] == ["actions/checkout@v4", None, "your-org/poolc@v0.2.0"]
+    assert steps[1]["run"] == "kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json"
+    assert steps[2]["with"] == {"paths": "config/", "observed": "workloads.json"}
 
 
 def test_the_readme_names_one_release_everywhere():

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("commands", {"validate", "plan", "apply", "statecmd", "rules_doc", "runtime"}),
     ("stages", {"checks", "planner", "targets", "report"}),
     ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
-                 "schemas"}),
+                 "schemas", "reports", "observe"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
                     "textdiff", "__init__"}),

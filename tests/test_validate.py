@@ -380,6 +380,10 @@ def test_hidden_directories_are_not_searched(tmp_path: Path):
 # Rules no file can trigger, with the reason (none so far).
 NOT_FROM_FILES: dict[str, str] = {
     "T001": "found by the plan's runtime check, not by validate: tests/test_kueue_replay.py",
+    "A003": "the plan against the state, not validate: tests/test_observe.py",
+    "O001": "the cluster's reports, not the configuration: tests/test_observe_reports.py",
+    "O002": "the cluster's reports, not the configuration: tests/test_observe.py",
+    "O003": "the cluster's reports, not the configuration: tests/test_observe.py",
 }
 
 

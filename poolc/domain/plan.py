@@ -60,6 +60,20 @@ class PlannedRequest:
 
 
 @dataclass(frozen=True)
+class External:
+    """A running allocation of work poolc did not write (a foreign Kueue Workload),
+    counted against its queue's policy and pool."""
+
+    name: str
+    policy: str
+    pool: str
+    holds: Mapping[str, int]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "policy": self.policy, "pool": self.pool, "holds": dict(self.holds)}
+
+
+@dataclass(frozen=True)
 class Preemption:
     id: str                           # the running allocation's name
     pool: str
@@ -195,6 +209,7 @@ class Plan:
     finished: tuple[str, ...] = ()            # steps released as finished, not requested again
     inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
     policies: tuple[PolicyUsage, ...] = ()    # sorted by name
+    external: tuple[External, ...] = ()       # foreign work the cluster runs through poolc's queues, by name
     # pipeline -> its team (metadata.labels.team), for the people reading the plan
     teams: Mapping[str, str] = field(default_factory=dict)
     base: BaseComparison | None = None        # what the change does against a base plan (`plan --base`)
@@ -233,6 +248,7 @@ class Plan:
             **({"changes": self.changes} if self.changes is not None else {}),
             **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
             **({"finished": list(self.finished)} if self.finished else {}),
+            **({"external": [x.as_dict() for x in self.external]} if self.external else {}),
             **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
             **({"teams": dict(sorted(self.teams.items()))} if self.teams else {}),
             **({"base": self.base.as_dict()} if self.base is not None else {}),
@@ -368,7 +384,17 @@ def _plan_from_dict(data: Any) -> Plan:
                           float(_need(solver, "gap", (int, float), "solver")), tiers),
         changes=changes if isinstance(changes, dict) else None, runtime=runtime,
         finished=tuple(x for x in data.get("finished", []) if isinstance(x, str)),
+        external=_external_from(data.get("external")),
         inputs=_ints_or_strs(data.get("inputs")), teams=dict(teams), base=base)
+
+
+def _external_from(data: Any) -> tuple[External, ...]:
+    if not isinstance(data, list):
+        return ()
+    return tuple(External(x["name"], x["policy"], x["pool"], dict(x["holds"])) for x in data
+                 if isinstance(x, dict) and all(isinstance(x.get(k), str) for k in ("name", "policy", "pool"))
+                 and isinstance(x.get("holds"), dict)
+                 and all(isinstance(k, str) and type(v) is int for k, v in x["holds"].items()))
 
 
 def _ints_or_strs(data: Any) -> dict[str, str] | None:

@@ -260,6 +260,15 @@ def _applying(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
     return _folded("What <code>poolc apply</code> would write", lines)
 
 
+def _external(plan: Plan, budget: int) -> list[str]:
+    """Foreign work the cluster runs through poolc's queues: counted, never planned."""
+    if not plan.external:
+        return []
+    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds)] for x in plan.external]
+    return [f"#### Running outside poolc ({len(rows)})", "",
+            *_table(["workload", "policy", "pool", "holds"], rows, "foreign workloads", budget), ""]
+
+
 def _shares(sizes: list[int], budget: int) -> list[int]:
     """Max-min fair split of ``budget``: the smallest sections get all they need,
     the rest share what is left equally."""
@@ -292,6 +301,7 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
         lambda budget: _preempted(plan, budget),
         lambda budget: _requests("Queued", view.waiting(plan), plan, budget, rule=False),
         lambda budget: _requests("Rejected", plan.by_status("rejected"), plan, budget, rule=True),
+        lambda budget: _external(plan, budget),
         lambda budget: _pools(plan, budget),
         lambda budget: _policies(plan, budget),
         lambda budget: _tiers(plan),

@@ -226,6 +226,16 @@ def _change(console: Console, plan: Plan, base: BaseComparison) -> None:
         console.print()
 
 
+def _external(console: Console, plan: Plan) -> None:
+    """Foreign work the cluster runs through poolc's queues: counted, never planned."""
+    if not plan.external:
+        return
+    console.print(Text("Running outside poolc (admitted through poolc's queues)", style="bold underline"))
+    for item in plan.external:
+        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {amounts(item.holds)}"))
+    console.print()
+
+
 def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = None) -> str:
     """The text plan, as people read it in a terminal or a CI log; ``diffs``: the
     unified diff of each generated file known on disk (`poolc plan` has them; a
@@ -259,6 +269,7 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
         _runtime(console, plan)
     _requests(console, plan)
     _preemptions(console, plan)
+    _external(console, plan)
     if plan.changes is not None:
         _changes(console, plan, plan.changes, diffs or {})
     text = console.export_text(styles=color)
