@@ -218,6 +218,9 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
 
 
 PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
+SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under kubernetes/queued/), and "
+               "stop objects for the running work it preempts; all: every Job to Kueue, which then decides "
+               "(read --strategy kueue); see docs/apply.md.")
 
 
 @main.command()
@@ -227,6 +230,8 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
                    "reference reconciler, simulated; kueue: what Kueue will do with the generated objects.")
+@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+              help=SUBMIT_HELP)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Where apply writes the files, to show their diffs (default: the state's record).")
@@ -240,12 +245,18 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
               help="A plan of the base branch's inputs against the same state (poolc plan --out there): "
                    "the output leads with what this change does against it.")
 @click.option("--verbose", "-v", is_flag=True, help="Solver progress and timings on stderr.")
+@click.option("--forecast", is_flag=True, help="Roll the plan forward: when each waiting step starts, GPU-hours "
+              "and money per team (docs/forecast.md).")
+@click.option("--horizon", default="7d", show_default=True, help="How far --forecast looks ahead (90m, 36h, 7d).")
+@click.option("--instance-prices", type=click.Path(dir_okay=False), help="CSV (instance_type,usd_hour) over "
+              "the shipped SageMaker price table, for --forecast.")
 @quiet_option
 @color_option
 @guarded
-def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, output_dir: str | None,
-         observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None, verbose: bool,
-         quiet: bool, no_color: bool) -> None:
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: str, out_file: str | None,
+         output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None,
+         verbose: bool,
+         forecast: bool, horizon: str, instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
     Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one) or the
@@ -259,11 +270,12 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     from .writer import write_atomic
 
     base = _read_base(base_file) if base_file else None
+    horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
     try:
         result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
                             progress=_progress(quiet, verbose), output_dir=output_dir,
-                            observed=observed or None, refuse_invalid=True, base=base)
+                            observed=observed or None, submit=submit, refuse_invalid=True, base=base)
     except InvalidConfiguration as invalid:
         _print_errors_only(invalid.validation.diagnostics, fmt, paths or (".",), quiet)
         sys.exit(EXIT_FINDINGS)
@@ -280,14 +292,19 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         what = "the state file or the cluster's reports" if observed else f"the state file {result.state_path}"
         click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
+    made = _forecast(result, horizon_seconds, instance_prices) if forecast else None
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
+    if made is not None and plan_json:
+        from .forecast.command import with_forecast
+
+        plan_json = with_forecast(result.plan, made)
     if out_file:
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
             click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_FINDINGS)
-    _print_plan(result, fmt, quiet, no_color, plan_json)
+    _print_plan(result, fmt, quiet, no_color, plan_json, made)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
     if detailed_exitcode and result.changed:
@@ -345,7 +362,29 @@ def _print_errors_only(diagnostics: list[Diagnostic], fmt: str, paths: tuple[str
     click.echo("poolc: the configuration has errors (not only rejected steps); no plan made", err=True)
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str) -> None:
+def _horizon(text: str) -> int:
+    from .forecast.durations import parse_horizon
+
+    try:
+        return parse_horizon(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--horizon") from None
+
+
+def _forecast(result: Any, horizon: int, prices_file: str | None) -> Any:
+    """The plan's forecast; on bad input its diagnostics on stderr and exit 1."""
+    from .forecast.command import forecast_or_diagnostics
+
+    made, problems = forecast_or_diagnostics(result, horizon, prices_file)
+    if made is None:
+        click.echo(problems, nl=False, err=True)
+        sys.exit(EXIT_FINDINGS)
+    if problems:
+        click.echo(problems, nl=False, err=True)
+    return made
+
+
+def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None) -> None:
     if fmt == "json":
         click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
         return
@@ -355,12 +394,22 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
     if fmt == "markdown":
         from .report.plan_markdown import render_markdown
 
-        click.echo(render_markdown(result.plan, diffs=result.diffs), nl=False)
+        text = render_markdown(result.plan, diffs=result.diffs)
+        if made is not None:
+            from .forecast.render import insert_markdown
+            from .forecast.render import render_markdown as forecast_markdown
+
+            text = insert_markdown(text, forecast_markdown(made))
+        click.echo(text, nl=False)
         return
     from .report.plan_text import render_plan
 
     color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
     click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
+    if made is not None:
+        from .forecast.render import render_text
+
+        click.echo(render_text(made), nl=False)
     from .report import render
 
     shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
@@ -414,6 +463,8 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
               help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
               help="The planning strategy (a saved --plan names its own).")
+@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+              help=SUBMIT_HELP + " A saved --plan names its own.")
 @click.option("--now", help="Start time of the allocations this apply creates (RFC 3339; default "
                             "SOURCE_DATE_EPOCH, else the clock).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if the output or the state is stale.")
@@ -421,7 +472,7 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 @quiet_option
 @guarded
 def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, strategy: str,
-          now: str | None, check: bool, fmt: str, quiet: bool) -> None:
+          submit: str, now: str | None, check: bool, fmt: str, quiet: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
@@ -443,7 +494,8 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
                                      param_hint="--now") from None
     try:
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
-                             check=check, progress=_progress(quiet), strategy=strategy, now=now)
+                             check=check, progress=_progress(quiet), strategy=strategy, now=now,
+                             submit=submit)
     except (StateLockError, JournalError) as exc:
         click.echo(f"poolc: {exc}", err=True)
         sys.exit(EXIT_FINDINGS)

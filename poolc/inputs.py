@@ -49,7 +49,8 @@ def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...
 def running_of(allocations: list[tuple[str, Allocation]]) -> tuple[Running, ...]:
     running = [Running(name, a.spec.subject, a.spec.pool, a.spec.preemptible,
                        dict(sorted((k, v) for k, v in a.spec.holds.items() if v > 0)),
-                       parse_timestamp(a.spec.started_at) if a.spec.started_at else None)
+                       parse_timestamp(a.spec.started_at) if a.spec.started_at else None,
+                       workload=a.spec.workload)
                for name, a in sorted(allocations)]
     return tuple(start_ranks(running))
 

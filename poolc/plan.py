@@ -236,7 +236,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
     from .runtime import kueue_solution, replay
 
     waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
-    replayed = replay(config, waiting, requests, problem, running)
+    replayed = replay(config, waiting, requests, problem, running, submit="all")  # Kueue decides everything
     kubernetes_ids = {r.id for r in waiting.requests if r.id in replayed.simulation.outcomes}
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
@@ -244,7 +244,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
-               observed: Iterable[str] | None = None, refuse_invalid: bool = False,
+               observed: Iterable[str] | None = None, submit: str = "gate", refuse_invalid: bool = False,
                base: Plan | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
@@ -256,7 +256,9 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     the one the state records), to compare them with what the plan would write.
     ``now``: the start time of the allocations an apply would create. ``observed``:
     the cluster's report files; the plan starts from the state they imply
-    (poolc.observe) instead of the state file, which is not written.
+    (poolc.observe) instead of the state file, which is not written. ``submit``:
+    how apply hands Jobs to Kueue, "gate" (only the allocated steps' Jobs, and stop
+    objects for the victims) or "all" (every Job; Kueue decides).
     ``refuse_invalid``: raise InvalidConfiguration instead of planning when an
     error other than a step's rejection is found. ``base``: a plan of the base
     branch's inputs against the same state; the plan's ``base`` section says what
@@ -315,10 +317,10 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
     else:
         solution = solve(problem)
-    plan = _with_released(assembled(solution), released)
+    plan = _with_wait_timeouts(_with_released(assembled(solution), released), live)
     # one rendering of the targets for the runtime check and the file changes
     # (they read only which steps run and through which policy, which is final here)
-    context = TargetContext.of(validation.config, plan, live)
+    context = TargetContext.of(validation.config, plan, live, submit=submit)
     if runtime_check:
         from .runtime import replay, with_runtime
 
@@ -327,6 +329,10 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
                                teams=_teams(validation.config))
     if base is not None:
         plan = dataclasses.replace(plan, base=compare(base, plan, _victim_policies(problem).get))
+    if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
+        from .waiting import with_waits  # only with the cycle's time given: same inputs, same plan
+
+        plan = with_waits(plan, live, resolve_now(None))
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
     if state.ok:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,
@@ -368,6 +374,20 @@ def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
                                          f"released because {notes[r.id]}; {r.message}") if r.id in notes else r
                      for r in plan.requests)
     return dataclasses.replace(plan, requests=requests)
+
+
+def _with_wait_timeouts(plan: Plan, requests: list[StepRequest]) -> Plan:
+    """Say, on each queued step that sets ZenML 0.98's allocation_wait_timeout_seconds,
+    that it waits without a bound poolc can give, and ZenML stops waiting at that time."""
+    timeouts = {r.id: r.settings.allocation_wait_timeout_seconds for r in requests
+                if r.settings.allocation_wait_timeout_seconds is not None}
+    if not timeouts:
+        return plan
+    requests_ = tuple(dataclasses.replace(r, message=f"{r.message}; note: it sets allocation_wait_timeout_seconds="
+                                          f"{timeouts[r.id]}, so ZenML gives up on it if it waits longer than "
+                                          f"{timeouts[r.id]:,} seconds for capacity")
+                      if r.status == "queued" and r.id in timeouts else r for r in plan.requests)
+    return dataclasses.replace(plan, requests=requests_)
 
 
 def _grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:

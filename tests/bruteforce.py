@@ -87,6 +87,11 @@ def _kept(problem: Problem, preempted: set[str]) -> list[Running]:
 
 def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
     """Broken hard rules of a plan (admitted: request id -> policy name)."""
+    return _monotone_violations(problem, admitted, preempted) + _not_short(problem, admitted, preempted)
+
+
+def _monotone_violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
+    """The rules that only get harder with more admissions (all but victims-for-short-keys)."""
     out = []
     reqs = {r.id: r for r in problem.requests}
     pols = {q.name: q for q in problem.policies}
@@ -116,6 +121,29 @@ def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) 
                  sum(r.demand.get(k, 0) for r in mine), f"H2 {q.name}/{k}")
             over(q.reserved.get(k, 0), sum(a.holds.get(k, 0) for a in held if not a.preemptible),
                  sum(r.demand.get(k, 0) for r in mine if not r.preemptible), f"H3 {q.name}/{k}")
+    return out
+
+
+def _not_short(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
+    """H5, victims only for keys that are short: a victim borrows on a key that the
+    plan's admissions in its pool need and that does not fit beside everything that
+    ran before the plan."""
+    reqs = {r.id: r for r in problem.requests}
+    pols = {q.name: q for q in problem.policies}
+    b = borrowed(problem)
+    out = []
+    for alloc in (a for a in problem.running if a.name in preempted):
+        cap = _capacity(problem, alloc.pool)
+        short = []
+        for k, units in b[alloc.name].items():
+            if units <= 0 or k not in cap:
+                continue
+            used = sum(reqs[rid].demand.get(k, 0) for rid, qn in admitted.items() if pols[qn].pool == alloc.pool)
+            before = sum(a.holds.get(k, 0) for a in problem.running if a.pool == alloc.pool)
+            if used > 0 and used + before > cap[k]:
+                short.append(k)
+        if not short:
+            out.append(f"H5: {alloc.name} borrows on no key that is short")
     return out
 
 
@@ -200,9 +228,11 @@ def optimum(problem: Problem) -> list[int]:
             stack: list[tuple[int, dict[str, str]]] = [(0, {})]
             while stack:
                 i, admitted = stack.pop()
-                if violations(problem, admitted, preempted):
-                    continue          # every rule is monotone in the admissions: prune
+                if _monotone_violations(problem, admitted, preempted):
+                    continue          # these rules are monotone in the admissions: prune
                 if i == len(reqs):
+                    if _not_short(problem, admitted, preempted):
+                        continue      # a victim for a key the admissions do not need
                     vec = vector(problem, admitted, preempted)
                     key = _key(problem, vec)
                     if best_key is None or key > best_key:

@@ -659,7 +659,7 @@ def test_workload_priority_classes_are_written_once(files):
 
 def test_rendering_twice_gives_the_same_bytes(examples, files):
     assert render_context(examples) == files
-    assert set(TARGETS) == {"kubernetes", "kueue", "sagemaker"}
+    assert set(TARGETS) == {"kubernetes", "kueue", "sagemaker", "stops"}
 
 
 def test_the_runtime_check_reads_the_kueue_objects_the_files_hold(examples, files):

@@ -79,9 +79,13 @@ class Preemption:
     pool: str
     for_: tuple[str, ...]             # request ids it makes room for, sorted
     message: str
+    workload: str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+        found = {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+        if self.workload is not None:
+            found["workload"] = self.workload
+        return found
 
 
 @dataclass(frozen=True)
@@ -124,9 +128,17 @@ class Tier:
 
     kind: str
     priority: int | None = None
+    bound: int | None = None          # the best bound the solver proved (the value itself when proven)
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "priority": self.priority}
+        found: dict[str, Any] = {"kind": self.kind, "priority": self.priority}
+        if self.bound is not None:
+            found["bound"] = self.bound
+        return found
+
+    def gap(self, value: int) -> float:
+        """How far the bound is from ``value``, relative (0.0 when proven or unknown)."""
+        return 0.0 if self.bound is None else abs(self.bound - value) / max(1, abs(value))
 
 
 TIER_KINDS = ("in-share", "admitted", "preempted", "arrival", "start-rank", "preference")
@@ -144,7 +156,9 @@ class SolverInfo:
         found: dict[str, Any] = {"strategy": self.strategy, "status": self.status,
                                  "objective": list(self.objective), "gap": float(self.gap)}
         if self.tiers:
-            found["tiers"] = [t.as_dict() for t in self.tiers]
+            found["tiers"] = [{**t.as_dict(), **({} if t.bound is None else
+                                                 {"proven": t.bound == value, "gap": t.gap(value)})}
+                              for t, value in zip(self.tiers, self.objective, strict=True)]
         return found
 
 
@@ -179,16 +193,20 @@ class Runtime:
     engine: str                                   # "kueue"
     differences: tuple[RuntimeDifference, ...]    # sorted by id
     notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
+    stopped: str = ""                             # why the replay stopped before it settled ("" if it did)
+    submit: str = "gate"                          # how apply hands Jobs to the cluster: gate | all
 
     @property
     def agrees(self) -> bool:
         return not self.differences
 
     def as_dict(self) -> dict:
-        found: dict[str, Any] = {"engine": self.engine, "agrees": self.agrees,
+        found: dict[str, Any] = {"engine": self.engine, "submit": self.submit, "agrees": self.agrees,
                                  "differences": [x.as_dict() for x in self.differences]}
         if self.notes:
             found["notes"] = list(self.notes)
+        if self.stopped:
+            found["stopped"] = self.stopped
         return found
 
 
@@ -311,10 +329,12 @@ def _tier_from_dict(data: Any, where: str) -> Tier:
     kind = _need(data, "kind", str, where)
     if kind not in TIER_KINDS:
         raise PlanFormatError(f"{where}: kind {kind!r} is not one of {', '.join(TIER_KINDS)}")
-    priority = data.get("priority")
+    priority, bound = data.get("priority"), data.get("bound")
     if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
         raise PlanFormatError(f"{where}: 'priority' must be an integer or null")
-    return Tier(kind, priority)
+    if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
+        raise PlanFormatError(f"{where}: 'bound' must be an integer")
+    return Tier(kind, priority, bound)
 
 
 def _policy_from_dict(data: Any, where: str) -> PolicyUsage:
@@ -358,8 +378,11 @@ def _plan_from_dict(data: Any) -> Plan:
         for_ = _need(p, "for", list, where)
         if not all(isinstance(x, str) for x in for_):
             raise PlanFormatError(f"{where}: 'for' must list request ids")
+        workload = p.get("workload")
+        if workload is not None and not isinstance(workload, str):
+            raise PlanFormatError(f"{where}: 'workload' must be a string")
         preempted.append(Preemption(_need(p, "id", str, where), _need(p, "pool", str, where), tuple(for_),
-                                    _need(p, "message", str, where)))
+                                    _need(p, "message", str, where), workload))
     pools = tuple(PoolUsage(_need(p, "name", str, f"pools[{i}]"), _ints(p, "capacity", f"pools[{i}]"),
                             _ints(p, "used", f"pools[{i}]"), _ints(p, "free", f"pools[{i}]"))
                   for i, p in enumerate(_need(data, "pools", list, "plan")))
@@ -412,6 +435,12 @@ def _runtime_from_dict(data: dict) -> Runtime:
     notes = data.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise PlanFormatError("not a poolc plan file: runtime: 'notes' must list strings")
-    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes))
+    stopped = data.get("stopped", "")
+    if not isinstance(stopped, str):
+        raise PlanFormatError("not a poolc plan file: runtime: 'stopped' must be a string")
+    submit = data.get("submit", "gate")
+    if submit not in ("gate", "all"):
+        raise PlanFormatError("not a poolc plan file: runtime: 'submit' must be gate or all")
+    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes), stopped, submit)
 
 

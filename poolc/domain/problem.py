@@ -64,6 +64,7 @@ class Running:
     holds: Mapping[str, int]
     started_at: datetime | None
     start_rank: int = 0          # 0 = started earliest (missing started_at = earliest, then name)
+    workload: str | None = None  # its Kueue Workload, <namespace>/<name>, when the state knows it
 
 
 @dataclass(frozen=True)
@@ -116,5 +117,5 @@ def start_ranks(running: list[Running]) -> list[Running]:
     """Assign start_rank: 0 = started earliest (missing started_at = earliest), then name."""
     ordered = sorted(running, key=lambda a: (start_time(a.started_at), a.name))
     ranks = {a.name: i for i, a in enumerate(ordered)}
-    return [Running(a.name, a.subject, a.pool, a.preemptible, a.holds, a.started_at, ranks[a.name])
+    return [Running(a.name, a.subject, a.pool, a.preemptible, a.holds, a.started_at, ranks[a.name], a.workload)
             for a in running]

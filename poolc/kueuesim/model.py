@@ -47,3 +47,4 @@ class Simulation:
     cycles: int
     events: tuple[str, ...]
     usage: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
+    stopped: str = ""   # why it stopped before settling, when its work bound did (``simulate``'s max_work)

@@ -26,7 +26,7 @@ from ..diagnostics import Diagnostic
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlannedRequest
 from . import plan_view as view
-from .objective import objective_rows
+from .objective import objective_rows, unproven_line
 from .quantities import amounts, cell, key_name
 
 LIMIT = 65_536
@@ -99,6 +99,16 @@ def _verdict(plan: Plan) -> str:
         runtime = (" · the cluster (Kueue) agrees" if plan.runtime.agrees
                    else f" · **the cluster (Kueue) will do otherwise for {len(plan.runtime.differences)}**")
     return f"strategy `{solver.strategy}` ({proven}){runtime}"
+
+
+def _verdict_lines(plan: Plan) -> list[str]:
+    """The verdict, what was not proven or not checked, and who decides under `--submit all`."""
+    lines = [_verdict(plan), "", *_not_proven(plan)]
+    if plan.runtime is not None and plan.runtime.submit == "all" and plan.solver.strategy != "kueue":
+        lines += ["> Every Job goes to Kueue (`--submit all`): Kueue, not this plan, decides which steps wait "
+                  "and which running work it preempts. The plan to read is "
+                  "`poolc plan --strategy kueue --submit all`.", ""]
+    return lines
 
 
 # --- the change ---------------------------------------------------------------------
@@ -188,6 +198,15 @@ def _folded(summary: str, lines: list[str]) -> list[str]:
     if not lines:
         return []
     return [f"<details><summary>{summary}</summary>", "", *lines, "</details>", ""]
+
+
+def _not_proven(plan: Plan) -> list[str]:
+    """What was not proven or not checked: the tiers the solver did not prove, and
+    a runtime check its work bound stopped, one line each, if any."""
+    lines = [unproven_line(plan.solver) or ""]
+    if plan.runtime is not None and plan.runtime.stopped:
+        lines.append(f"The runtime check stopped: {plan.runtime.stopped}.")
+    return [x for line in lines if line for x in (line, "")]
 
 
 def _pools(plan: Plan, budget: int) -> list[str]:
@@ -291,11 +310,11 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
         head = _change_head(plan, base)
         sections += [lambda budget: _inputs(base, budget), lambda budget: _fates(plan, base, budget),
                      lambda budget: _policy_counts(plan, base, budget),
-                     lambda budget: [f"#### The whole plan: {view.counts(plan)}", "", _verdict(plan), ""]]
+                     lambda budget: [f"#### The whole plan: {view.counts(plan)}", "", *_verdict_lines(plan)]]
     else:
         head = [f"### poolc plan: {view.counts(plan)}", ""]
         head += _warning(view.losing_running_work(plan), "will stop when this plan is applied")
-        head += [_verdict(plan), ""]
+        head += _verdict_lines(plan)
     sections += [
         lambda budget: _cluster(plan, budget),
         lambda budget: _preempted(plan, budget),

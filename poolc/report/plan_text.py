@@ -24,7 +24,7 @@ from rich.text import Text
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan
 from . import plan_view as view
-from .objective import objective_rows
+from .objective import objective_rows, proofs
 from .quantities import amounts, cell, key_name
 
 WIDTH = 100
@@ -43,15 +43,16 @@ def _table(*columns: str) -> Table:
     return table
 
 
-def _objective(console: Console, tiers: list[tuple[str, str, int]]) -> None:
-    """Each tier in the order it was optimised, the ones above held at their values."""
+def _objective(console: Console, tiers: list[tuple[str, str, int]], proven: list[str]) -> None:
+    """Each tier in the order it was optimised, the ones above held at their values;
+    with a proof column (`proofs`) when some tier is not proven."""
     if not tiers:
         return
     console.print(Text("Objective, in order (each tier optimised with the ones above held)", style="bold underline"))
-    table = _table("", "what", "value")
+    table = _table("", "what", "value", *(["proof"] if proven else []))
     table.columns[2].justify = "right"
-    for goal, what, value in tiers:
-        table.add_row(goal, what, str(value))
+    for row, (goal, what, value) in enumerate(tiers):
+        table.add_row(goal, what, str(value), *([proven[row]] if proven else []))
     console.print(_indented(table, 2))
     console.print()
 
@@ -179,7 +180,9 @@ def _runtime(console: Console, plan: Plan) -> None:
     runtime = plan.runtime
     assert runtime is not None
     console.print(Text(f"What the cluster will do ({runtime.engine})", style="bold underline"))
-    if runtime.agrees:
+    if runtime.stopped:
+        console.print(_indented(f"stopped: {runtime.stopped}", 2), style="yellow")
+    elif runtime.agrees:
         console.print("  agrees with the plan on every Kubernetes request and running allocation")
     for difference in view.cluster_differences(plan):
         console.print(Text(f"  ! {difference.who.label()}  {difference.cluster} (the plan: {difference.plan})",
@@ -262,7 +265,7 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
             console.print(Text(f"WARNING: preempts running work: {', '.join(stopped[:10])}"
                                + (f" and {len(stopped) - 10} more" if len(stopped) > 10 else ""), style="bold red"))
     console.print()
-    _objective(console, tiers)
+    _objective(console, tiers, proofs(solver))
     _pools(console, plan)
     _policies(console, plan)
     if plan.runtime is not None:
