@@ -278,6 +278,8 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
                             observed=observed or None, submit=submit, refuse_invalid=True, base=base)
     except InvalidConfiguration as invalid:
         _print_errors_only(invalid.validation.diagnostics, fmt, paths or (".",), quiet)
+        if forecast:
+            click.echo("poolc: no forecast: the inputs do not validate (see the errors above)", err=True)
         sys.exit(EXIT_FINDINGS)
     except BaseMismatch as exc:
         click.echo(f"poolc: {base_file}: {exc}", err=True)
