@@ -287,13 +287,15 @@ class Transaction:
         emptied: set[str] = set()
         for index, entry in enumerate(self.journal.entries):
             parts, _name, temp, backup = self.files.names(index, entry)
+            # every ancestor of a removal, also when a recovery finds its directory already gone
+            # (a kill between two rmdirs): the directories above it may still be left to remove
+            if entry.tree == "out" and entry.new is None and not rollback:   # emptied by a removal
+                emptied.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
             with self.files.directory(entry, parts) as fd:
                 if fd is None:
                     continue
                 _unlink(fd, temp, f"unlink temp {entry.path}")
                 _unlink(fd, backup, f"unlink backup {entry.path}")
-            if entry.tree == "out" and entry.new is None and not rollback:   # emptied by a removal
-                emptied.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
         if rollback:   # only what this transaction created: an empty directory of the user's stays
             emptied.update(self.journal.dirs)
         out = self.files.trees["out"]

@@ -52,6 +52,11 @@ def dirs(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in (root / "deploy").rglob("*") if p.is_dir()}
 
 
+# Every apply here starts its new allocations at this time, so "new" is one tree whatever
+# the clock did between the reference apply and a killed one (started_at is the apply's time).
+NOW = "2026-01-05T09:00:00Z"
+
+
 def leftovers(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
                   if p.name.startswith(".poolc-") or p.name.endswith((".journal", ".journal.tmp")))
@@ -72,7 +77,7 @@ class Scenario:
         self.base = root / "base"
         shutil.copytree(REPO / "examples", self.base / "examples")
         with chdir(self.base):
-            assert apply_paths(["examples"], "deploy").written
+            assert apply_paths(["examples"], "deploy", now=NOW).written
         change_inputs(self.base)
         self.old, self.old_dirs = tree(self.base), dirs(self.base)
         done = self.copy(root / "new")
@@ -81,7 +86,7 @@ class Scenario:
             real = transaction._point
             transaction._point = lambda label: (calls.append(label), real(label))[1]
             try:
-                assert apply_paths(["examples"], "deploy").written
+                assert apply_paths(["examples"], "deploy", now=NOW).written
             finally:
                 transaction._point = real
         self.new, self.new_dirs, self.labels = tree(done), dirs(done), calls
@@ -117,7 +122,7 @@ def scenario(tmp_path_factory) -> Scenario:
 
 
 def run_apply(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "apply", "examples", "--output-dir", "deploy", "-q", *extra], cwd=root,
+    return subprocess.run([*CLI, "apply", "examples", "--output-dir", "deploy", "-q", "--now", NOW, *extra], cwd=root,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO), **env})
 
@@ -130,8 +135,8 @@ def recovered(root: Path) -> None:
 
 def converge(scenario: Scenario, root: Path) -> None:
     with chdir(root):
-        assert apply_paths(["examples"], "deploy").ok
-        assert apply_paths(["examples"], "deploy", check=True).stale == []
+        assert apply_paths(["examples"], "deploy", now=NOW).ok
+        assert apply_paths(["examples"], "deploy", now=NOW, check=True).stale == []
     assert scenario.which(root) == "new" and leftovers(root) == []
 
 
@@ -200,7 +205,7 @@ def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
 
 def _pending(scenario: Scenario, root: Path):
     with chdir(root):
-        return apply_paths(["examples"], "deploy", check=True)
+        return apply_paths(["examples"], "deploy", now=NOW, check=True)
 
 
 @pytest.mark.slow
