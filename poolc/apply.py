@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .diagnostics import Diagnostic
-from .writer import read_regular
+from .writer import Tree, UnsafePath, read_regular
 
 if TYPE_CHECKING:
     from .domain.plan import Plan
@@ -152,8 +152,13 @@ def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: 
     result.files = planned.files
     result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
     result.state_text = planned.state_text
+    tree = Tree(output_dir)
     for relative, text in sorted(result.files.items()):
-        if read_regular(os.path.join(output_dir, relative)) != text:
+        try:
+            current = tree.read_text(relative)
+        except UnsafePath:    # a link or a device: stale, and the transaction refuses to replace it
+            current = None
+        if current != text:
             result.stale.append(relative)
     result.stale += [p for p in result.removed if os.path.exists(os.path.join(output_dir, p))]
     if read_regular(result.state_path) != result.state_text:

@@ -33,6 +33,7 @@ import click  # noqa: E402
 
 from . import __version__  # noqa: E402
 from .domain.plan import STRATEGIES  # noqa: E402
+from .escape import text as _t  # noqa: E402  - every input-derived field on stdout/stderr goes through it
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -63,11 +64,11 @@ def guarded(fn: F) -> F:
             from .validate import OptionsError
 
             if isinstance(exc, OptionsError):  # a bad --disable or [tool.poolc]: a usage error
-                click.echo(f"poolc: {exc}", err=True)
+                click.echo(f"poolc: {_t(exc)}", err=True)
                 sys.exit(EXIT_CHANGES)
             if os.environ.get("POOLC_DEBUG"):
                 raise
-            click.echo(f"poolc: internal error: {type(exc).__name__}: {exc} "
+            click.echo(f"poolc: internal error: {type(exc).__name__}: {_t(exc)} "
                        "(please report it; set POOLC_DEBUG=1 for a traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
 
@@ -220,7 +221,8 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
     from .state import DEFAULT_STATE
 
     if missing and not quiet:
-        click.echo(f"poolc: no state file {state_file or DEFAULT_STATE}; planning with nothing running", err=True)
+        click.echo(f"poolc: no state file {_t(state_file or DEFAULT_STATE)}; planning with nothing running",
+                   err=True)
 
 
 PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
@@ -267,14 +269,14 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         from .report import render
 
         click.echo(render("text", result.state.diagnostics), nl=False, err=True)  # stdout stays empty: no plan
-        click.echo(f"poolc: cannot read the state file {result.state_path}; no plan made", err=True)
+        click.echo(f"poolc: cannot read the state file {_t(result.state_path)}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
     if out_file:
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
-            click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
+            click.echo(f"poolc: cannot write the plan to {_t(out_file)}: {_t(exc.strerror or exc)}", err=True)
             sys.exit(EXIT_FINDINGS)
     _print_plan(result, fmt, quiet, no_color, plan_json)
     if not result.ok:
@@ -384,25 +386,25 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
                              check=check, progress=_progress(quiet), strategy=strategy, now=now)
     except (StateLockError, JournalError) as exc:
-        click.echo(f"poolc: {exc}", err=True)
+        click.echo(f"poolc: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
     except OSError as exc:  # disk full, permissions: the transaction has rolled back
-        click.echo(f"poolc: apply failed and changed nothing: {exc.strerror or exc}"
-                   + (f": {exc.filename}" if exc.filename else ""), err=True)
+        click.echo(f"poolc: apply failed and changed nothing: {_t(exc.strerror or exc)}"
+                   + (f": {_t(exc.filename)}" if exc.filename else ""), err=True)
         sys.exit(EXIT_FINDINGS)
     if result.recovered:
-        click.echo(f"poolc: {result.recovered}", err=True)
+        click.echo(f"poolc: {_t(result.recovered)}", err=True)
     failed = not result.ok or (check and bool(result.stale))
     if fmt == "json":
         click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
         sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
-        click.echo(f"poolc: nothing applied: {result.refused}", err=True)
+        click.echo(f"poolc: nothing applied: {_t(result.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     if check:
         for path in result.stale:
-            click.echo(f"stale: {path}")
+            click.echo(f"stale: {_t(path)}")
         if result.stale:
             click.echo(f"poolc: {len(result.stale)} generated file(s) out of date; run poolc apply", err=True)
             sys.exit(EXIT_FINDINGS)
@@ -412,15 +414,15 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     if not quiet:
         for path in result.stale:
             if path in result.kept:
-                click.echo(f"kept: {path} (no longer generated, but changed since poolc wrote it)")
+                click.echo(f"kept: {_t(path)} (no longer generated, but changed since poolc wrote it)")
             else:
-                click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
+                click.echo(f"removed: {_t(path)}" if path in result.removed else f"wrote: {_t(path)}")
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
         if result.plan is not None:
             click.echo(_decided(result.plan), err=True)
     if result.cleanup_error:
-        click.echo(f"poolc: applied, but cleaning up failed ({result.cleanup_error}); the next apply "
+        click.echo(f"poolc: applied, but cleaning up failed ({_t(result.cleanup_error)}); the next apply "
                    "finishes it", err=True)
     sys.exit(EXIT_OK)
 
@@ -455,8 +457,8 @@ def state_list(state_file: str | None, fmt: str) -> None:
         for row in rows:
             holds = " ".join(f"{k}={v}" for k, v in row["holds"].items())
             kind = "preemptible" if row["preemptible"] else "non-preemptible"
-            click.echo(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
-                       f"since {row['started_at'] or '-'}  {holds}")
+            click.echo(_t(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
+                          f"since {row['started_at'] or '-'}  {holds}"))
     sys.exit(EXIT_OK)
 
 
@@ -473,10 +475,10 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     change = remove(state_file or DEFAULT_STATE, names)
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {change.refused}", err=True)
+        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     for name in change.removed:
-        click.echo(f"released: {name}")
+        click.echo(f"released: {_t(name)}")
     sys.exit(EXIT_OK)
 
 
@@ -504,18 +506,18 @@ def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str
                             sagemaker=sagemaker_file)
     emit_diagnostics(change.diagnostics, "text", False)
     if not change.ok:
-        click.echo(f"poolc: nothing imported: {change.refused}", err=True)
+        click.echo(f"poolc: nothing imported: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     for label, names in (("appeared", change.added), ("left", change.removed), ("running", change.kept)):
         for name in names:
-            click.echo(f"{label}: {name}")
+            click.echo(f"{label}: {_t(name)}")
     sys.exit(EXIT_OK)
 
 
 def _decided(plan: Any) -> str:
     """What the applied plan decided, in one block: counts, then names."""
     def names(items: list[str]) -> str:
-        shown = ", ".join(items[:10])
+        shown = ", ".join(_t(item) for item in items[:10])
         return shown + (f" and {len(items) - 10} more" if len(items) > 10 else "")
 
     allocated = [r.id for r in plan.requests if r.status == "allocated"]

@@ -9,6 +9,12 @@ characters: every section gets a fair share of the budget (a small section
 leaves what it does not use to the big ones), and a table that does not fit ends
 after its last whole row with a line saying how many more rows the full plan
 has. Nothing is cut inside a table or a diff.
+
+Every string from the plan is input (a saved plan, or names, messages and
+generated files from the repository): it goes into the comment only through
+``poolc.escape`` (``md_code`` for names, ``md_text`` for prose, ``md_html`` and
+``md_fence`` for the folded diffs), which also bounds each field, so no field
+can take more than its share of the budget.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..domain.plan import Plan, PlannedRequest
+from ..escape import md_code, md_fence, md_html, md_text
 from .objective import objective_rows
 
 LIMIT = 65_536
@@ -64,14 +71,14 @@ def _table(header: Iterable[str], rows: Sequence[Sequence[object]], what: str, b
 def _headline(plan: Plan) -> list[str]:
     counts = {s: len(plan.by_status(s)) for s in ("allocated", "queued", "rejected")}
     solver = plan.solver
-    proven = "proven optimal" if solver.status == "OPTIMAL" else f"{solver.status}, gap {solver.gap:g}"
+    proven = "proven optimal" if solver.status == "OPTIMAL" else f"{md_text(solver.status)}, gap {solver.gap:g}"
     runtime = ""
     if plan.runtime is not None:
         runtime = (" · the cluster (Kueue) agrees" if plan.runtime.agrees
                    else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
     lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
              f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-             "", f"strategy `{solver.strategy}` ({proven}){runtime}", ""]
+             "", f"strategy {md_code(solver.strategy)} ({proven}){runtime}", ""]
     tiers = objective_rows(solver)
     if tiers:
         lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
@@ -84,7 +91,8 @@ def _pools(plan: Plan, budget: int) -> list[str]:
     rows = []
     for pool in plan.pools:
         for key in sorted(pool.capacity):
-            rows.append([pool.name, key, pool.capacity[key], pool.used.get(key, 0), pool.free.get(key, 0),
+            rows.append([md_text(pool.name), md_text(key), pool.capacity[key], pool.used.get(key, 0),
+                         pool.free.get(key, 0),
                          bar(pool.used.get(key, 0), pool.capacity[key])])
     return ["#### Pools", "", *_table(["pool", "key", "capacity", "used", "free", ""], rows, "rows", budget), ""]
 
@@ -92,7 +100,8 @@ def _pools(plan: Plan, budget: int) -> list[str]:
 def _policies(plan: Plan, budget: int) -> list[str]:
     """Per policy and metered key: reserved, used (running and admitted), borrowed
     above the reserved share, limit; the bar is what it uses of its limit."""
-    rows = [[policy.name, policy.pool, policy.priority, key, policy.reserved[key], policy.used[key],
+    rows = [[md_text(policy.name), md_text(policy.pool), policy.priority, md_text(key), policy.reserved[key],
+             policy.used[key],
              policy.borrowed[key], policy.limit[key], bar(policy.used[key], policy.limit[key])]
             for policy in plan.policies for key in policy.used]
     if not rows:
@@ -109,19 +118,19 @@ def _changes(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
     lines = ["#### Changes", ""]
     summary = ", ".join(f"{len(allocations.get(k, []))} {k}" for k in ("added", "removed", "resized"))
     lines.append(f"Allocations: {summary}, {len(allocations.get('unchanged', []))} unchanged. "
-                 f"Generated files: {len(files)} to change. State: {changes.get('state') or 'unchanged'}.")
+                 f"Generated files: {len(files)} to change. State: {md_text(changes.get('state') or 'unchanged')}.")
     lines.append("")
     signs = {"create": "+", "update": "~", "delete": "-"}
-    rows = [[signs.get(f["action"], "?"), f"`{f['path']}`", f["action"]] for f in files]
-    rows += [[sign, f"`{name}`", f"allocation {word}"] for key, sign, word in
+    rows = [[signs.get(f["action"], "?"), md_code(f["path"]), md_text(f["action"])] for f in files]
+    rows += [[sign, md_code(name), f"allocation {word}"] for key, sign, word in
              (("added", "+", "added"), ("removed", "-", "removed"), ("resized", "~", "resized"))
              for name in allocations.get(key, [])]
     if rows:
         lines += _table(["", "what", "change"], rows, "changes", budget)
         lines.append("")
     used = sum(len(x) + 1 for x in lines)
-    blocks = [(f"<details><summary><code>{item['path']}</code></summary>\n\n"
-               f"```diff\n{diffs[item['path']].rstrip()}\n```\n</details>\n")
+    blocks = [(f"<details><summary><code>{md_html(item['path'])}</code></summary>\n\n"
+               f"{md_fence(diffs[item['path']].rstrip(), 'diff')}\n</details>\n")
               for item in files if diffs.get(item["path"])]
     if used + sum(len(block) + 1 for block in blocks) > budget:
         used += 200                                          # room for the note
@@ -138,8 +147,9 @@ def _changes(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
 def _requests(title: str, requests: list[PlannedRequest], with_reason: bool, budget: int) -> list[str]:
     if not requests:
         return []
-    rows = [[f"`{r.id}`", r.policy or "-", " ".join(f"{k}={v}" for k, v in sorted(r.demand.items())),
-             (f"[{r.reason}] " if with_reason and r.reason else "") + r.message] for r in requests]
+    rows = [[md_code(r.id), md_text(r.policy) if r.policy else "-",
+             md_text(" ".join(f"{k}={v}" for k, v in sorted(r.demand.items()))),
+             md_text((f"[{r.reason}] " if with_reason and r.reason else "") + r.message)] for r in requests]
     return [f"#### {title} ({len(requests)})", "",
             *_table(["step", "policy", "demand", "why"], rows, "steps", budget), ""]
 
@@ -147,8 +157,9 @@ def _requests(title: str, requests: list[PlannedRequest], with_reason: bool, bud
 def _preempted(plan: Plan, budget: int) -> list[str]:
     if not plan.preempted:
         return []
-    rows = [[f"`{p.id}`", p.pool, ", ".join(f"`{x}`" for x in p.for_[:5]) + (" …" if len(p.for_) > 5 else ""),
-             p.message] for p in plan.preempted]
+    rows = [[md_code(p.id), md_text(p.pool),
+             ", ".join(md_code(x) for x in p.for_[:5]) + (" …" if len(p.for_) > 5 else ""),
+             md_text(p.message)] for p in plan.preempted]
     return [f"#### Preempted ({len(plan.preempted)})", "",
             *_table(["allocation", "pool", "for", "why"], rows, "preemptions", budget), ""]
 
@@ -156,7 +167,7 @@ def _preempted(plan: Plan, budget: int) -> list[str]:
 def _runtime(plan: Plan, budget: int) -> list[str]:
     if plan.runtime is None or plan.runtime.agrees:
         return []
-    rows = [[f"`{x.id}`", x.plan, x.cluster, x.message] for x in plan.runtime.differences]
+    rows = [[md_code(x.id), md_text(x.plan), md_text(x.cluster), md_text(x.message)] for x in plan.runtime.differences]
     return [f"#### Where the cluster will differ ({len(rows)})", "",
             *_table(["step or allocation", "plan", "cluster", "why"], rows, "differences", budget), ""]
 

@@ -4,6 +4,10 @@ solver's verdict and what changes against the state.
 Rendered with rich at a fixed width of 100 columns and recorded, so the text is
 the same on every terminal and in CI logs; colour only when asked for. Nothing
 time-dependent is printed (timings go to stderr with --verbose).
+
+Every string of the plan came from input (a saved plan, or names and messages
+from the repository): the console reads no markup, and each string is escaped
+for a text channel first (``poolc.escape.text``), diffs line by line.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .. import escape
 from ..domain.plan import Plan, Runtime
 from .objective import objective_rows
 
@@ -182,8 +187,10 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     """The text plan, as people read it in a terminal or a CI log; ``diffs``: the
     unified diff of each generated file known on disk (`poolc plan` has them; a
     saved plan does not)."""
+    plan = escape.deep(plan, escape.text)
+    diffs = {escape.text(path): "\n".join(escape.block(diff)) for path, diff in (diffs or {}).items()}
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
-                      force_terminal=color, no_color=not color, highlight=False, emoji=False,
+                      force_terminal=color, no_color=not color, highlight=False, emoji=False, markup=False,
                       soft_wrap=False, legacy_windows=False)
     solver = plan.solver
     tiers = objective_rows(solver)
@@ -204,4 +211,4 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     if plan.changes is not None:
         _changes(console, plan.changes, diffs or {})
     text = console.export_text(styles=color)
-    return "".join(line.rstrip() + "\n" for line in text.splitlines())
+    return escape.guard_lines("".join(line.rstrip() + "\n" for line in text.splitlines()))
