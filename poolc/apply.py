@@ -64,12 +64,22 @@ class ApplyResult:
         return self.refused is None
 
 
-def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:
-    from .domain.plan import Plan, PlanFormatError
+# A plan of 50,000 requests is about 40 MB of JSON.
+MAX_PLAN_BYTES = 256 * 1024 * 1024
 
-    text = read_regular(plan_file)
-    if text is None:
-        return None, f"cannot read plan file {plan_file}"
+
+def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
+    """(the saved plan, None) or (None, why not): what `apply --plan` and `show` read.
+    A regular file of at most MAX_PLAN_BYTES, never through a symbolic link, read
+    through the plan file's typed model (poolc.domain.plan_file)."""
+    from .domain.plan import Plan, PlanFormatError
+    from .writer import read_bytes
+
+    try:
+        text = read_bytes(plan_file, MAX_PLAN_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        return None, f"cannot read plan file {plan_file}: {why}"
     try:
         return Plan.from_json(text), None
     except PlanFormatError as exc:
@@ -90,7 +100,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     result = ApplyResult(state_path=state_file or DEFAULT_STATE)
     saved = None
     if plan_file is not None:
-        saved, problem = _saved_plan(plan_file)
+        saved, problem = read_plan_file(plan_file)
         if problem:
             result.refused = problem
             return result

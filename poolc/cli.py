@@ -319,17 +319,12 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 
     Exit 0, or 1 when the file is not a plan this poolc can read.
     """
-    from .domain.plan import Plan, PlanFormatError, to_json
+    from .apply import read_plan_file
+    from .domain.plan import to_json
 
-    try:
-        with open(plan_file, encoding="utf-8") as handle:
-            text = handle.read()
-        saved = Plan.from_json(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"poolc: cannot read {plan_file}: {getattr(exc, 'strerror', None) or exc}", err=True)
-        sys.exit(EXIT_FINDINGS)
-    except PlanFormatError as exc:
-        click.echo(f"poolc: {plan_file}: {exc}", err=True)
+    saved, problem = read_plan_file(plan_file)   # the same reading as apply --plan
+    if saved is None:
+        click.echo(f"poolc: {_t(problem)}", err=True)
         sys.exit(EXIT_FINDINGS)
     if fmt == "json":
         click.echo(to_json(saved), nl=False)
