@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .diagnostics import Diagnostic
-from .writer import Tree, UnsafePath, read_regular
+from .writer import Tree, UnsafePath, read_regular, remove_stale_temps
 
 if TYPE_CHECKING:
     from .domain.plan import Plan
@@ -112,6 +112,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
         return result
     with state_lock(result.state_path):
         _recover(result, output_dir)
+        remove_stale_temps(result.state_path, locked=True)   # of a `state rm`/`import` killed at its rename
         _compute(result, paths, output_dir, saved, progress, strategy, now)
         if result.ok and result.stale:
             _commit(result, output_dir)

@@ -162,10 +162,11 @@ def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_o
     PATHS are files or directories (default: .); - reads YAML from standard input.
     Exit 0 when clean (warnings allowed), 1 when any error is found.
     """
+    from .load import read_stdin
     from .validate import STDIN, read_options, validate_paths
 
     options = read_options().merged(disable, error_on_warning)
-    stdin = sys.stdin.buffer.read() if STDIN in paths else None
+    stdin = read_stdin(sys.stdin.buffer) if STDIN in paths else None
     result = validate_paths(paths or (".",), stdin=stdin, options=options)
     emit_diagnostics(result.diagnostics, fmt, quiet, result.summary(), no_color=no_color)
     sys.exit(EXIT_OK if result.ok else EXIT_FINDINGS)

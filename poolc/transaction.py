@@ -18,6 +18,14 @@ a ``rollback`` (old tree); each step is idempotent, so a kill during recovery is
 recovered by the next run the same way. An error or a signal after the commit
 point switches the journal to ``rollback`` and restores the backups.
 
+Recovery never undoes a later write. The journal pins each target's generation
+at prepare time (its digest, ``old``, and the backup link to that very inode):
+completing moves a temp into place only while the target is still that
+generation, and undoing puts a backup back only while the target is what this
+transaction wrote. A `poolc state rm` that ran between the kill and the
+recovery (it takes the lock, not the journal) rewrote the state into a third
+generation: recovery leaves it, and the released step stays released.
+
 Every path goes through ``writer.Tree``: nothing outside the output directory
 (or the state's directory, for the state) is touched, links are never followed,
 and a file is removed only while it is the very file poolc wrote.
@@ -70,6 +78,7 @@ class Entry:
     path: str
     new: str | None          # digest of the new text; None: remove the file
     backup: bool             # the target existed: it has a .bak link
+    old: str | None = None   # digest of the target at prepare (its generation); None: it did not exist
 
 
 @dataclass
@@ -126,12 +135,13 @@ def _journal_from(path: str, text: str) -> Journal:
         journal.dirs.append(d)
     for e in raw["entries"]:
         if not (isinstance(e, dict) and e.get("tree") in ("out", "state") and isinstance(e.get("path"), str)
-                and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)):
+                and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)
+                and (e.get("old") is None or isinstance(e.get("old"), str))):
             raise bad("an entry of the wrong shape")
         split_relative(e["path"])
         if e["tree"] == "state" and e["path"] != journal.state:
             raise bad("a state entry that is not the state file")
-        journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"]))
+        journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"], e.get("old")))
     return journal
 
 
@@ -250,12 +260,28 @@ class Transaction:
                 if fd is None:
                     continue
                 if entry.new is not None:
-                    if self.files.trees[entry.tree].lstat(fd, temp) is not None:
+                    if self.files.trees[entry.tree].lstat(fd, temp) is not None \
+                            and self._generation_at_prepare(entry, fd, name, backup):
                         _point(f"rename {entry.path}")
                         os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
                 elif _same_file(fd, name, backup) or self._same_bytes(entry, fd, name, backup):
                     _point(f"unlink {entry.path}")
                     os.unlink(name, dir_fd=fd)
+
+    def _generation_at_prepare(self, entry: Entry, fd: int, name: str, backup: str) -> bool:
+        """The target is still what it was when the transaction prepared: the backup's
+        inode or the recorded digest, or still missing. Anything else is a later
+        write (a `state rm` between a kill and this recovery), which wins."""
+        tree = self.files.trees[entry.tree]
+        if tree.lstat(fd, name) is None:
+            return not entry.backup
+        if not entry.backup:
+            return False
+        if _same_file(fd, name, backup):
+            return True
+        current = tree.digest(fd, name)
+        return current is not None and (current == entry.old if entry.old is not None
+                                        else current == tree.digest(fd, backup))
 
     def _same_bytes(self, entry: Entry, fd: int, name: str, backup: str) -> bool:
         """The file still holds its backup's bytes: the backup's link was broken by copying the
@@ -273,14 +299,22 @@ class Transaction:
                     continue
                 tree = self.files.trees[entry.tree]
                 if entry.backup:
-                    if tree.lstat(fd, backup) is not None:
-                        if not _same_file(fd, name, backup):
-                            _point(f"restore {entry.path}")
-                            os.replace(backup, name, src_dir_fd=fd, dst_dir_fd=fd)
+                    if tree.lstat(fd, backup) is not None and not _same_file(fd, name, backup) \
+                            and self._written_by_us(entry, fd, name):
+                        _point(f"restore {entry.path}")
+                        os.replace(backup, name, src_dir_fd=fd, dst_dir_fd=fd)
                 elif entry.new is not None and tree.digest(fd, name) == entry.new:
                     _point(f"unlink new {entry.path}")
                     os.unlink(name, dir_fd=fd)
                 _unlink(fd, temp, f"unlink temp {entry.path}")
+
+    def _written_by_us(self, entry: Entry, fd: int, name: str) -> bool:
+        """The target holds what this transaction put there (or, for a removal, is gone):
+        only then does undoing it put the backup back."""
+        tree = self.files.trees[entry.tree]
+        if tree.lstat(fd, name) is None:
+            return True
+        return entry.new is not None and tree.digest(fd, name) == entry.new
 
     def cleanup(self, *, rollback: bool) -> None:
         """Remove temps, backups and (emptied or created) directories, then the journal."""
@@ -385,24 +419,26 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
     entries: list[Entry] = []
     texts: dict[tuple[str, str], str] = {}
 
-    def existing(tree: Tree, relative: str) -> os.stat_result | None:
+    def existing(tree: Tree, relative: str) -> str | None:
+        """The digest of the regular file there (its generation), None when there is none."""
         parts = split_relative(relative)
         fd = tree.open_dir(parts[:-1])
         if fd is None:
             return None
         try:
             st = tree.lstat(fd, parts[-1])
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+                raise UnsafePath(tree.show(relative), f"it is {kind}; poolc replaces only regular files")
+            return None if st is None else (tree.digest(fd, parts[-1]) or "unreadable")
         finally:
             os.close(fd)
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise UnsafePath(tree.show(relative), f"it is {kind}; poolc replaces only regular files")
-        return st
 
     for relative, text in sorted(files.items()):
         if _TEMP.fullmatch(relative.rsplit("/", 1)[-1]):
             raise UnsafePath(out.show(relative), "poolc's own temp-file names are reserved")
-        entries.append(Entry("out", relative, sha256_text(text), existing(out, relative) is not None))
+        old = existing(out, relative)
+        entries.append(Entry("out", relative, sha256_text(text), old is not None, old))
         texts[("out", relative)] = text
     for relative, digest in sorted(remove.items()):
         try:
@@ -422,11 +458,11 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
                 continue
         finally:
             os.close(fd)
-        entries.append(Entry("out", relative, None, True))
+        entries.append(Entry("out", relative, None, True, digest))
     os.makedirs(state_tree.root, exist_ok=True)
     os.makedirs(out.root, exist_ok=True)
-    entries.append(Entry("state", state_name, sha256_text(state_text),
-                         existing(state_tree, state_name) is not None))
+    old_state = existing(state_tree, state_name)
+    entries.append(Entry("state", state_name, sha256_text(state_text), old_state is not None, old_state))
     texts[("state", state_name)] = state_text
 
     journal = Journal(os.urandom(8).hex(), "prepare", os.path.relpath(out.root, state_tree.root),
