@@ -33,6 +33,7 @@ import click  # noqa: E402
 
 from . import __version__  # noqa: E402
 from .domain.plan import STRATEGIES  # noqa: E402
+from .escape import json_text as _json_text  # noqa: E402
 from .escape import text as _t  # noqa: E402  - every input-derived field on stdout/stderr goes through it
 
 if TYPE_CHECKING:
@@ -392,7 +393,7 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
         click.echo(f"poolc: {_t(result.recovered)}", err=True)
     failed = not result.ok or (check and bool(result.stale))
     if fmt == "json":
-        click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        click.echo(_json_text(json.dumps(result.as_dict(), indent=2, sort_keys=True)))
         sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
@@ -448,7 +449,7 @@ def state_list(state_file: str | None, fmt: str) -> None:
         emit_diagnostics(read.diagnostics, "text", False)
         sys.exit(EXIT_FINDINGS)
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        click.echo(_json_text(json.dumps(rows, indent=2, sort_keys=True)))
     else:
         for row in rows:
             holds = " ".join(f"{k}={v}" for k, v in row["holds"].items())

@@ -183,6 +183,13 @@ def md_fence(content: str, info: str = "") -> str:
     return "\n".join([fence + info, *lines, fence])
 
 
+def json_text(rendered: str) -> str:
+    """JSON text with the runner's legacy ``##[`` spelt ``#\\u0023[``: the same JSON (the
+    characters can only stand inside strings), but no command when a CI log shows it.
+    A JSON line never starts with ``::``."""
+    return rendered.replace(_LEGACY, "#\\u0023[") if _LEGACY in rendered else rendered
+
+
 # --- whole values ---------------------------------------------------------------------------
 
 T = TypeVar("T")

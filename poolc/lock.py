@@ -1,4 +1,5 @@
-"""The lock that keeps two `poolc apply` runs from interleaving on one state file.
+"""The lock that keeps two commands that change one state file (`poolc apply`,
+`state rm`, `state import`) from interleaving.
 
 ``flock`` on ``<state>.lock``: the kernel drops the lock when its holder dies,
 however it dies, so a lock file left empty by a kill, or holding the pid of a
@@ -22,8 +23,8 @@ class StateLockError(Exception):
     def __init__(self, lock: str, pid: int | None, reason: str | None = None) -> None:
         if reason is None:
             holder = f"process {pid}" if pid is not None else "another process"
-            reason = (f"the state is locked: {lock} is held by {holder} (another `poolc apply` is "
-                      "running); wait for it to finish")
+            reason = (f"the state is locked: {lock} is held by {holder} (another poolc command that "
+                      "changes the state is running: apply, state rm or state import); wait for it to finish")
         super().__init__(reason)
         self.lock, self.pid = lock, pid
 

@@ -210,10 +210,14 @@ def _at(file: str, message: str, severity: str = "error") -> Diagnostic:
     return Diagnostic(file, 1, 1, 1, 1, d.S003.id, "error" if severity == "error" else "warning", message)
 
 
+MAX_REPORT_BYTES = 256 * 1024 * 1024   # kubectl's JSON for 50,000 Workloads is about 200 MB
+
+
 def _load(file: str) -> tuple[Any, list[Diagnostic]]:
+    from .writer import read_bytes  # a regular file of bounded size: a FIFO is refused, not waited on
+
     try:
-        with open(file, encoding="utf-8") as handle:
-            return json.load(handle), []
+        return json.loads(read_bytes(file, MAX_REPORT_BYTES, follow=True).decode("utf-8")), []
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Diagnostic(file, 1, 1, 1, 1, d.Y001.id, "error", f"cannot read it: {exc}")]
     except json.JSONDecodeError as exc:

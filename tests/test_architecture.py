@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                  "schemas"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
-                    "__init__"}),
+                    "escape", "__init__"}),
 ]
 STAGES = {"checks", "planner", "targets", "report"}
 

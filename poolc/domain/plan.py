@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import Diagnostic
+from ..escape import json_text
 from ..jsontext import dumps_sorted
 
 FORMAT_VERSION = 1
@@ -227,4 +228,4 @@ class Plan:
 
 def to_json(plan: Plan) -> str:
     """The plan's JSON: keys sorted, two-space indents, UTF-8 text as it is."""
-    return dumps_sorted(plan.as_dict(), ensure_ascii=False) + "\n"
+    return json_text(dumps_sorted(plan.as_dict(), ensure_ascii=False) + "\n")
