@@ -311,7 +311,7 @@ def _show(data: object, *formats: str, raw: str | None = None) -> list:
     (lambda p: p.update(changes={"files": [{"path": 3}]}), "changes.files[0]"),
     (lambda p: p.update(changes={"allocations": {"added": "all"}}), "changes.allocations"),
     (lambda p: p.update(changes=[1, 2]), "'changes' must be dict"),
-    (lambda p: p["pools"][0]["used"].update(gpu=10**30), "out of range"),
+    (lambda p: p["pools"][0]["used"].update(gpu=10**25), "out of range"),
     (lambda p: p["solver"].update(objective=[1.5]), "objective"),
     (lambda p: p["requests"][0].update(status="running"), "status 'running'"),
 ])
