@@ -8,33 +8,20 @@ one line on stderr and exit 3.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import os
+import re
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import click
 
-def _interrupted_hook(kind, value, traceback, _previous=sys.excepthook):  # type: ignore[no-untyped-def]  # noqa: ANN001
-    """Ctrl-C while the modules are still being imported: one line, no traceback."""
-    if issubclass(kind, KeyboardInterrupt):
-        sys.stderr.write("poolc: interrupted\n")
-        sys.stderr.flush()
-        os._exit(130)
-    _previous(kind, value, traceback)
-
-
-sys.excepthook = _interrupted_hook  # before the imports below, which take a while
-
-import functools  # noqa: E402
-import re  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import TYPE_CHECKING, Any, TypeVar, cast  # noqa: E402
-
-import click  # noqa: E402
-
-from . import __version__  # noqa: E402
-from .domain.plan import STRATEGIES  # noqa: E402
-from .escape import json_text as _json_text  # noqa: E402
-from .escape import text as _t  # noqa: E402  - every input-derived field on stdout/stderr goes through it
+from . import __version__
+from .domain.plan import STRATEGIES
+from .escape import json_text as _json_text
+from .escape import text as _t  # every input-derived field on stdout/stderr goes through it
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -42,6 +29,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
 FORMATS = ["text", "json", "github", "sarif"]
+# What `pip install 'poolc[plan]'` adds: validate (and its pre-commit hook) runs without them.
+PLAN_EXTRA = frozenset({"ortools", "rich"})
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,6 +52,11 @@ def guarded(fn: F) -> F:
             sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             from .validate import OptionsError
+
+            if isinstance(exc, ModuleNotFoundError) and (exc.name or "").partition(".")[0] in PLAN_EXTRA:
+                click.echo(f"poolc: this command needs the 'plan' extra ({exc.name} is not installed): "
+                           "pip install 'poolc[plan]'", err=True)
+                sys.exit(EXIT_FINDINGS)
 
             if isinstance(exc, OptionsError):  # a bad --disable or [tool.poolc]: a usage error
                 click.echo(f"poolc: {_t(exc)}", err=True)

@@ -84,11 +84,25 @@ def pre_commit(root: Path, home: Path, *args: str, timeout: int = RUN_TIMEOUT) -
                           timeout=timeout, env=env)
 
 
+def hook_envs(home: Path) -> list[Path]:
+    """The virtualenvs pre-commit made for our hooks (one per set of additional_dependencies)."""
+    return sorted(p.parent.parent for p in home.glob("repo*/py_env-*/bin/poolc"))
+
+
+def has_solver(env: Path) -> bool:
+    return any(env.glob("lib/python*/site-packages/ortools"))
+
+
 def hook_poolc(home: Path) -> Path:
-    """The poolc that pre-commit installed (the committed HEAD, not this working tree)."""
-    found = sorted(home.glob("repo*/py_env-*/bin/poolc"))
-    assert found, f"no poolc installed under {home}"
+    """The poolc that pre-commit installed for apply-check (the committed HEAD, not this
+    working tree), the one with the plan extra's solver."""
+    found = [env / "bin" / "poolc" for env in hook_envs(home) if has_solver(env)]
+    assert found, f"no poolc with OR-Tools installed under {home}"
     return found[0]
+
+
+def site_packages_bytes(env: Path) -> int:
+    return sum(f.stat().st_size for f in env.glob("lib/python*/site-packages/**/*") if f.is_file())
 
 
 @pytest.fixture(scope="session")
@@ -98,6 +112,27 @@ def installed(pre_commit_home: Path, head: str, tmp_path_factory) -> Path:
     proc = pre_commit(root, pre_commit_home, "--all-files", timeout=INSTALL_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return pre_commit_home
+
+
+def test_validate_hook_environment_has_no_solver(installed: Path):
+    """validate never imports the solver, so its hook environment does not install it
+    (OR-Tools with numpy and pandas was about 300 MB and most of the install time)."""
+    light = [env for env in hook_envs(installed) if not has_solver(env)]
+    assert len(light) == 1, hook_envs(installed)
+    for heavy in ("numpy", "pandas"):
+        assert not any(light[0].glob(f"lib/python*/site-packages/{heavy}")), heavy
+    assert site_packages_bytes(light[0]) < 100 * 2**20
+
+
+def test_apply_check_hook_names_the_plan_extra_it_needs():
+    """The apply-check hook installs the same solver and tables as the 'plan' extra."""
+    import tomllib
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]["plan"]
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    assert hooks["poolc-apply-check"]["additional_dependencies"] == extra
+    assert "additional_dependencies" not in hooks["poolc-validate"]
 
 
 def test_validate_hook_passes_then_fails_on_a_broken_edit(installed: Path, head: str, tmp_path: Path):
@@ -141,6 +176,8 @@ def test_validate_hook_is_skipped_when_no_yaml_changed(installed: Path, head: st
 def test_apply_check_hook(installed: Path, head: str, tmp_path: Path):
     hooks = "      - id: poolc-apply-check\n        args: [config, --output-dir, deploy]\n"
     root = make_platform_repo(tmp_path / "repo", head, hooks)
+    first = pre_commit(root, installed, "--all-files", timeout=INSTALL_TIMEOUT)  # builds the hook's environment
+    assert first.returncode == 1 and "out of date" in first.stdout + first.stderr, first.stdout + first.stderr
     subprocess.run([str(hook_poolc(installed)), "apply", "config", "--output-dir", "deploy"], cwd=root,
                    check=True, capture_output=True, timeout=RUN_TIMEOUT)
     git(root, "add", "-A")
