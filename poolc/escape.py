@@ -128,6 +128,9 @@ _MD_ALWAYS = {"\\": "\\\\", "`": "\\`", "*": "\\*", "[": "\\[", "~": "\\~", "$":
 _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 # At the start of a line: headings, block quotes, lists, setext underlines.
 _LINE_START = re.compile(r"^(?:#{1,6}(?=\s|$)|[-+*](?=\s|$)|\d{1,9}[.)](?=\s|$)|=+(?=\s*$)|-+(?=\s*$))")
+# Anything md_text would change (the fast path returns the rest as it is).
+_MD_ANY = re.compile(r"[\\`*\[~$<>&@]|#[0-9]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|[Ww]{3}\.|:(?=//)|^(?:#{1,6}|[-+*]"
+                     r"|\d{1,9}[.)])(?=\s|$)|^[=-]+\s*$")
 _LINKISH = re.compile(r"(@)(?=[A-Za-z0-9])|(#)(?=[0-9])|(?<=[Ww]{3})(?=\.)|(?<=:)(?=//)")
 
 
@@ -136,6 +139,8 @@ def md_text(value: object, limit: int = MD_TEXT_LIMIT) -> str:
     HTML, a link, an autolink, a mention, an issue reference, emphasis or code,
     wherever in a line it stands."""
     raw = str(value)
+    if len(raw) <= limit and raw.isprintable() and not _MD_ANY.search(raw):
+        return raw      # most names and messages: nothing to escape
     marked = {m.start() for m in _EDGE_UNDERSCORE.finditer(raw)}
     if m := _LINE_START.match(raw):
         marked.add(m.end() - 1)

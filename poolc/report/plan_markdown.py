@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..domain.plan import Plan, PlannedRequest
-from ..escape import md_code, md_fence, md_html, md_text
+from ..escape import guard_lines, md_code, md_fence, md_html, md_text
 from .objective import objective_rows
 
 LIMIT = 65_536
@@ -200,4 +200,4 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
     sizes = [len("\n".join(section(UNLIMITED))) + 1 for section in sections]
     shares = _shares(sizes, BUDGET - len("\n".join(head)))
     body = [line for section, share in zip(sections, shares, strict=True) for line in section(share)]
-    return "\n".join(head + body).rstrip() + "\n"
+    return guard_lines("\n".join(head + body).rstrip() + "\n")
