@@ -19,7 +19,8 @@ recovered by the next run the same way. An error or a signal after the commit
 point switches the journal to ``rollback`` and restores the backups.
 
 Recovery never undoes a later write. The journal pins each target's generation
-at prepare time (its digest, ``old``, and the backup link to that very inode):
+at prepare time (the backup link to that very inode; for the state also its
+digest, ``old``):
 completing moves a temp into place only while the target is still that
 generation, and undoing puts a backup back only while the target is what this
 transaction wrote. A `poolc state rm` that ran between the kill and the
@@ -78,7 +79,8 @@ class Entry:
     path: str
     new: str | None          # digest of the new text; None: remove the file
     backup: bool             # the target existed: it has a .bak link
-    old: str | None = None   # digest of the target at prepare (its generation); None: it did not exist
+    old: str | None = None   # the state's digest at prepare (its generation); None: absent, or an output file
+                             # (whose generation its backup link pins)
 
 
 @dataclass
@@ -419,8 +421,10 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
     entries: list[Entry] = []
     texts: dict[tuple[str, str], str] = {}
 
-    def existing(tree: Tree, relative: str) -> str | None:
-        """The digest of the regular file there (its generation), None when there is none."""
+    def existing(tree: Tree, relative: str, *, digest: bool = False) -> str | None:
+        """None when there is no file there; else its digest (its generation) when asked
+        (the state: what a later `state rm` is told apart by), else "exists". The output
+        files' generation is their backup link, so they are not read once more here."""
         parts = split_relative(relative)
         fd = tree.open_dir(parts[:-1])
         if fd is None:
@@ -430,15 +434,16 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
             if st is not None and not stat.S_ISREG(st.st_mode):
                 kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
                 raise UnsafePath(tree.show(relative), f"it is {kind}; poolc replaces only regular files")
-            return None if st is None else (tree.digest(fd, parts[-1]) or "unreadable")
+            if st is None:
+                return None
+            return (tree.digest(fd, parts[-1]) or "unreadable") if digest else "exists"
         finally:
             os.close(fd)
 
     for relative, text in sorted(files.items()):
         if _TEMP.fullmatch(relative.rsplit("/", 1)[-1]):
             raise UnsafePath(out.show(relative), "poolc's own temp-file names are reserved")
-        old = existing(out, relative)
-        entries.append(Entry("out", relative, sha256_text(text), old is not None, old))
+        entries.append(Entry("out", relative, sha256_text(text), existing(out, relative) is not None))
         texts[("out", relative)] = text
     for relative, digest in sorted(remove.items()):
         try:
@@ -461,7 +466,7 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
         entries.append(Entry("out", relative, None, True, digest))
     os.makedirs(state_tree.root, exist_ok=True)
     os.makedirs(out.root, exist_ok=True)
-    old_state = existing(state_tree, state_name)
+    old_state = existing(state_tree, state_name, digest=True)
     entries.append(Entry("state", state_name, sha256_text(state_text), old_state is not None, old_state))
     texts[("state", state_name)] = state_text
 
