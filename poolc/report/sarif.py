@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from poolc import __version__
 from poolc.diagnostics import RULES, Diagnostic
+from poolc.escape import json_text
 from poolc.report import ordered
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -107,4 +108,4 @@ def log(diagnostics: list[Diagnostic]) -> dict:
 
 
 def render(diagnostics: list[Diagnostic]) -> str:
-    return json.dumps(log(diagnostics), indent=2, sort_keys=True) + "\n"
+    return json_text(json.dumps(log(diagnostics), indent=2, sort_keys=True) + "\n")
