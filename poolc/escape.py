@@ -112,11 +112,6 @@ def guard_lines(rendered: str) -> str:
     return "\n".join(_no_command(line) for line in rendered.split("\n"))
 
 
-def is_runner_command(line: str) -> bool:
-    """Whether GitHub's runner would take ``line`` as a workflow command (either form)."""
-    return line.lstrip().startswith("::") or _LEGACY in line
-
-
 # --- Markdown (GitHub-flavoured) --------------------------------------------------------
 
 # Characters that make inline Markdown wherever they stand (code, HTML and entities,
