@@ -234,15 +234,24 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Where apply writes the files, to show their diffs (default: the state's record).")
+@click.option("--observed", "observed", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Plan against what the cluster reports (kubectl Workloads or SageMaker describe-training-job "
+                   "JSON, as for state import; repeatable), without writing the state.")
 @click.option("--format", "fmt", type=click.Choice(PLAN_FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when nothing changes, 2 when an allocation, a generated file or the state would.")
 @click.option("--verbose", "-v", is_flag=True, help="Solver progress and timings on stderr.")
+@click.option("--forecast", is_flag=True, help="Roll the plan forward: when each waiting step starts, GPU-hours "
+              "and money per team (docs/forecast.md).")
+@click.option("--horizon", default="7d", show_default=True, help="How far --forecast looks ahead (90m, 36h, 7d).")
+@click.option("--instance-prices", type=click.Path(dir_okay=False), help="CSV (instance_type,usd_hour) over "
+              "the shipped SageMaker price table, for --forecast.")
 @quiet_option
 @color_option
 @guarded
 def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, output_dir: str | None,
-         fmt: str, detailed_exitcode: bool, verbose: bool, quiet: bool, no_color: bool) -> None:
+         observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, verbose: bool, forecast: bool, horizon: str,
+         instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
     Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one) or the
@@ -255,9 +264,10 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     from .plan import plan_paths
     from .writer import write_atomic
 
+    horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
     result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
-                        progress=_progress(quiet, verbose), output_dir=output_dir)
+                        progress=_progress(quiet, verbose), output_dir=output_dir, observed=observed or None)
     if verbose:
         click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
     _state_note(state_file, result.state.missing, quiet)
@@ -265,16 +275,22 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
         from .report import render
 
         click.echo(render("text", result.state.diagnostics), nl=False, err=True)  # stdout stays empty: no plan
-        click.echo(f"poolc: cannot read the state file {_t(result.state_path)}; no plan made", err=True)
+        what = "the state file or the cluster's reports" if observed else f"the state file {_t(result.state_path)}"
+        click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
+    made = _forecast(result, horizon_seconds, instance_prices) if forecast else None
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
+    if made is not None and plan_json:
+        from .forecast.command import with_forecast
+
+        plan_json = with_forecast(result.plan, made)
     if out_file:
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
             click.echo(f"poolc: cannot write the plan to {_t(out_file)}: {_t(exc.strerror or exc)}", err=True)
             sys.exit(EXIT_FINDINGS)
-    _print_plan(result, fmt, quiet, no_color, plan_json)
+    _print_plan(result, fmt, quiet, no_color, plan_json, made)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
     if detailed_exitcode and result.changed:
@@ -282,7 +298,29 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     sys.exit(EXIT_OK)
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str) -> None:
+def _horizon(text: str) -> int:
+    from .forecast.durations import parse_horizon
+
+    try:
+        return parse_horizon(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--horizon") from None
+
+
+def _forecast(result: Any, horizon: int, prices_file: str | None) -> Any:
+    """The plan's forecast; on bad input its diagnostics on stderr and exit 1."""
+    from .forecast.command import forecast_or_diagnostics
+
+    made, problems = forecast_or_diagnostics(result, horizon, prices_file)
+    if made is None:
+        click.echo(problems, nl=False, err=True)
+        sys.exit(EXIT_FINDINGS)
+    if problems:
+        click.echo(problems, nl=False, err=True)
+    return made
+
+
+def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None) -> None:
     if fmt == "json":
         click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
         return
@@ -292,12 +330,22 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
     if fmt == "markdown":
         from .report.plan_markdown import render_markdown
 
-        click.echo(render_markdown(result.plan, diffs=result.diffs), nl=False)
+        text = render_markdown(result.plan, diffs=result.diffs)
+        if made is not None:
+            from .forecast.render import insert_markdown
+            from .forecast.render import render_markdown as forecast_markdown
+
+            text = insert_markdown(text, forecast_markdown(made))
+        click.echo(text, nl=False)
         return
     from .report.plan_text import render_plan
 
     color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
     click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
+    if made is not None:
+        from .forecast.render import render_text
+
+        click.echo(render_text(made), nl=False)
     from .report import render
 
     shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
@@ -463,13 +511,33 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     from .state import DEFAULT_STATE
     from .statecmd import remove
 
-    change = remove(state_file or DEFAULT_STATE, names)
+    change = _locked(lambda: remove(state_file or DEFAULT_STATE, names))
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
         click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     for name in change.removed:
         click.echo(f"released: {_t(name)}")
+    sys.exit(EXIT_OK)
+
+
+@state.command("rerun")
+@click.argument("names", nargs=-1, required=True)
+@state_file_option
+@guarded
+def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
+    """Run finished steps again (step ids pipeline/step, or pipelines): the state forgets
+    that they finished, so the next plan requests them and apply writes their Jobs."""
+    from .state import DEFAULT_STATE
+    from .statecmd import rerun
+
+    change = _locked(lambda: rerun(state_file or DEFAULT_STATE, names))
+    if not change.ok:
+        emit_diagnostics(change.diagnostics, "text", False)
+        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    for label in change.removed:
+        click.echo(f"to run again: {_t(label)}")
     sys.exit(EXIT_OK)
 
 
@@ -480,29 +548,46 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
               help="kubectl get workloads.kueue.x-k8s.io -A -o json")
 @click.option("--sagemaker", "sagemaker_file", type=click.Path(dir_okay=False),
               help="a JSON array of aws sagemaker describe-training-job outputs")
+@click.option("--allow-empty", is_flag=True,
+              help="Accept a report that lists nothing although the state holds running work there.")
 @guarded
 def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str | None,
-                 sagemaker_file: str | None) -> None:
-    """Refresh the running allocations from what the cluster reports.
+                 sagemaker_file: str | None, allow_empty: bool) -> None:
+    """Refresh the state from what the cluster reports.
 
-    Admitted or running jobs stay or appear with their real start times; finished,
-    failed or evicted ones leave. Exit 1, changing nothing, on any error.
+    Admitted or running jobs stay or appear with their real start times; finished
+    ones (Completed, Failed, Stopped; Finished=True) are recorded as finished, like
+    `state rm`; evicted or pending ones leave and are planned again; foreign
+    Workloads admitted through poolc's queues become external allocations. Exit 1,
+    changing nothing, on any error.
     """
     from .state import DEFAULT_STATE
     from .statecmd import import_cluster
 
     if not kueue_file and not sagemaker_file:
         raise click.UsageError("give --kueue FILE, --sagemaker FILE or both")
-    change = import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
-                            sagemaker=sagemaker_file)
+    change = _locked(lambda: import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
+                                            sagemaker=sagemaker_file, allow_empty=allow_empty))
     emit_diagnostics(change.diagnostics, "text", False)
     if not change.ok:
         click.echo(f"poolc: nothing imported: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
-    for label, names in (("appeared", change.added), ("left", change.removed), ("running", change.kept)):
+    for label, names in (("appeared", change.added), ("left", change.removed), ("finished", change.finished),
+                         ("running", change.kept)):
         for name in names:
             click.echo(f"{label}: {_t(name)}")
     sys.exit(EXIT_OK)
+
+
+def _locked(command: Callable[[], Any]) -> Any:
+    """Run a state command; a held or unusable state lock is one line and exit 1."""
+    from .lock import StateLockError
+
+    try:
+        return command()
+    except StateLockError as exc:
+        click.echo(f"poolc: nothing changed: {_t(exc)}", err=True)
+        sys.exit(EXIT_FINDINGS)
 
 
 def _decided(plan: Any) -> str:

@@ -103,6 +103,15 @@ class ConfigBuilder:
             problems.extend(found or _pydantic_diagnostics(doc, error))
             _remember_broken(config, kind, doc)
             return
+        if isinstance(obj, Pipeline) and obj.spec.source is not None:
+            from .sources.resolve import resolve  # only pipelines that name a source pay for reading one
+
+            resolved = resolve(obj, doc)
+            problems.extend(resolved.diagnostics)
+            if resolved.pipeline is None or resolved.document is None:
+                _remember_broken(config, kind, doc)
+                return
+            obj, doc = resolved.pipeline, resolved.document
         table = config.by_kind(kind)
         name = obj.metadata.name
         if name in table:

@@ -82,7 +82,8 @@ def has_errors(diagnostics: list[Diagnostic]) -> bool:
 
 # --- The rule table. Families: Y (reading YAML), S (structure / schema),
 # --- N (names and references), P (pools and policies), K (stacks and components),
-# --- R (requests built from steps), A (allocations / state), T (targets).
+# --- R (requests built from steps), A (allocations / state), T (targets), O (the cluster's reports).
+# --- C (code and run configurations a Pipeline takes its steps from: spec.source).
 Y001 = rule("Y001", "error", "file cannot be read or is not valid UTF-8", "yaml")
 Y002 = rule("Y002", "error", "YAML syntax error", "yaml")
 Y003 = rule("Y003", "error", "duplicate key in a mapping", "yaml")
@@ -100,8 +101,8 @@ S004 = rule("S004", "error", "unsupported apiVersion or kind", "structure")
 S005 = rule("S005", "error", "unknown component flavor", "structure")
 S006 = rule("S006", "error", "two spellings of one field given together (cpu/mcpu, memory/memory_mb, a ZenML "
             "0.98 name and its v1 name)", "structure")
-S007 = rule("S007", "error", "ZenML field or value with no meaning in poolc (allocation_wait_timeout_seconds, "
-            "initialization_lease_seconds, reclaim_tolerance: coordinated)", "structure")
+S007 = rule("S007", "error", "retired in v1.2, never emitted (was: ZenML 0.98 field with no meaning in poolc; "
+            "those fields are now accepted with ZenML 0.98's meaning)", "structure")
 
 N001 = rule("N001", "error", "duplicate name within a kind", "names")
 N002 = rule("N002", "error", "reference to an unknown pool, stack or component", "names")
@@ -130,6 +131,15 @@ R007 = rule("R007", "warning", "ZenML 0.98 spelling of a ResourceSettings field 
 A001 = rule("A001", "warning", "running allocation of a subject with no policy on its pool", "state")
 A002 = rule("A002", "warning", "pool is over capacity with its running allocations", "state")
 
+A003 = rule("A003", "warning", "an Allocation document and the state disagree about a step (the state wins)",
+            "state")
+
+O001 = rule("O001", "error", "a cluster report entry is malformed, listed twice or contradicts another", "observed")
+O002 = rule("O002", "warning", "a cluster report entry poolc cannot place (unknown step or pool); ignored",
+            "observed")
+O003 = rule("O003", "error", "an empty report for a target with running allocations (--allow-empty to accept)",
+            "observed")
+
 T001 = rule("T001", "warning", "the cluster (Kueue) will do otherwise than the plan for this step", "targets")
 N003 = rule("N003", "error", "two steps or pools map to one generated file, allocation or job name", "names")
 P007 = rule("P007", "error", "quantity too large to plan (above 10^15 in its unit)", "pools")
@@ -137,3 +147,15 @@ T002 = rule("T002", "warning", "gpu_type that the node labels of no pool the ste
 T003 = rule("T003", "warning", "Kubernetes components of different policies submit from one namespace", "targets")
 R008 = rule("R008", "error", "max_runtime beyond what the step's target allows (SageMaker: 28 days; anywhere: "
             "10^12 seconds)", "requests")
+F001 = rule("F001", "error", "expected_runtime or max_runtime more than 10^6 times the forecast's horizon", "forecast")
+
+R009 = rule("R009", "warning", "ZenML 0.98 capacity class or selector (gpu_class, a demand's class or selectors): "
+            "poolc has none and ignores it", "requests")
+
+C001 = rule("C001", "error", "a source file named in spec.source cannot be read (missing, not a regular file, "
+            "too large, not UTF-8)", "sources")
+C002 = rule("C002", "error", "syntax error in a Python source file", "sources")
+C003 = rule("C003", "error", "a resource value in Python source that is not a literal (poolc reads the code "
+            "without running it)", "sources")
+C004 = rule("C004", "error", "the pipeline, step or task a source names is not there (or is there twice)", "sources")
+C005 = rule("C005", "error", "a run configuration or source value of the wrong shape", "sources")

@@ -940,3 +940,48 @@ def load_paths(paths: Iterable[str], sink: Callable[[Document], None] | None = N
         if budget.exhausted:
             break
     return LoadResult(files, documents, problems, counts)
+
+
+def load_plain(path: str) -> tuple[Document | None, list[Diagnostic]]:
+    """The first YAML document of a file that is not poolc's (a ZenML run configuration
+    that a Pipeline's spec.source names), with every position kept and the same guards
+    as our own files. None, with the reason, when it cannot be read."""
+    raw = _read_regular(path)
+    if isinstance(raw, Diagnostic):
+        return None, [raw]
+    text, problem = _decode(path, raw)
+    if text is None:
+        return None, [problem] if problem else []
+    deep = _too_deep(text)
+    block = _block_too_deep(text) if deep is None else None
+    if deep is not None or block is not None:
+        line, col = _offset_to_position(text, deep) if deep is not None else block  # type: ignore[misc]
+        return None, [_error_at(path, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", line, col)]
+    try:
+        for node in _compose_all(text):
+            if node is None:
+                continue
+            builder = _Builder(record=True)
+            try:
+                data = builder.build(node, (), 0)
+            except _Reject as reject:
+                line, col, end_line, end_col = _span(reject.node)
+                return None, [Diagnostic(path, line, col, end_line, end_col, reject.rule.id,
+                                         reject.rule.severity, reject.message)]
+            return Document(path, 0, data, _span(node), builder.keys, builder.values), []
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return None, [_error_at(path, d.Y002, f"YAML syntax error: {exc.problem or 'invalid YAML'}", line, col)]
+    except (YAMLError, RecursionError, ValueError) as exc:
+        return None, [_error_at(path, d.Y002, f"YAML syntax error: {exc}".splitlines()[0])]
+    return Document(path, 0, {}, (1, 1, 1, 1)), []
+
+
+def read_text(path: str) -> tuple[str | None, Diagnostic | None]:
+    """A whole file as text with the guards of our own files (regular file, size,
+    UTF-8), or the diagnostic that says why not."""
+    raw = _read_regular(path)
+    if isinstance(raw, Diagnostic):
+        return None, raw
+    return _decode(path, raw)

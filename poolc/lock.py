@@ -23,8 +23,8 @@ class StateLockError(Exception):
     def __init__(self, lock: str, pid: int | None, reason: str | None = None) -> None:
         if reason is None:
             holder = f"process {pid}" if pid is not None else "another process"
-            reason = (f"the state is locked: {lock} is held by {holder} (another poolc command that "
-                      "changes the state is running: apply, state rm or state import); wait for it to finish")
+            reason = (f"the state is locked: {lock} is held by {holder} (another `poolc apply`, `poolc state "
+                      "rm` or `poolc state import` on this state is running); wait for it to finish")
         super().__init__(reason)
         self.lock, self.pid = lock, pid
 

@@ -30,6 +30,7 @@ from .units import DURATION_PATTERN, QUANTITY_PATTERN, mcpu_ceil, memory_mb_floo
 MAX_INT = 10**12
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+STEP_ID = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
 # Keys of a capacity/reserved/limit map in the published schema. "(?![\s\S])" pins
 # the end for every regex flavour: Python's "$" alone also matches before a final
@@ -240,6 +241,12 @@ def _toleration_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+# A pool's price per unit-hour of one key (docs/forecast.md#money); YAML's .inf and
+# .nan never get here (the loader refuses them, Y009), allow_inf_nan keeps JSON out too.
+PRICE_KEY = r"^[a-z][a-z0-9_]{0,57}_hour$"
+Price = Annotated[float, Field(ge=0, le=MAX_INT, allow_inf_nan=False)]
+
+
 class ResourcePoolSpec(Spec):
     capacity: ResourceMap = Field(description=(
         "Integer units per resource key: gpu, mcpu (milli-CPU), memory_mb (decimal MB), step_run (concurrent "
@@ -255,6 +262,13 @@ class ResourcePoolSpec(Spec):
             "Kubernetes tolerations (at most 8) for the taints of this pool's nodes, e.g. {key: nvidia.com/gpu, "
             "operator: Exists, effect: NoSchedule}. They become the tolerations of the pool's Kueue "
             "ResourceFlavor, which Kueue adds to the pods it admits on the pool."))
+
+
+    price: dict[Annotated[str, StringConstraints(pattern=PRICE_KEY)], Price] | None = Field(
+        default=None, description=(
+            "Indicative price of the pool's resources, for `poolc plan --forecast`: USD per unit-hour, keyed "
+            "<key>_hour (gpu_hour, cpu_hour per core, memory_gb_hour per decimal GB, step_run_hour, or a "
+            "custom key such as tensorrt_sessions_hour); finite and >= 0. See docs/forecast.md#money."))
 
 
 # --- Policy ----------------------------------------------------------------------
@@ -311,17 +325,6 @@ class StackSpec(Spec):
 
 # --- Pipeline --------------------------------------------------------------------
 
-def _no_poolc_meaning(value: Any) -> Any:
-    """A ZenML 0.98 field poolc has nothing to do with: refused by name, so the user
-    learns it is ignored by poolc rather than misspelt."""
-    raise ValueError("this ZenML field has no meaning in poolc; remove it")
-
-
-def _no_meaning_field(what: str) -> Any:
-    return Field(default=None, description=(
-        f"ZenML 0.98 field ({what}) with no meaning in poolc: always an error; remove it."))
-
-
 def _duration_schema(description: str) -> dict[str, Any]:
     # One schema for both spellings, so a wrong value gets one precise message:
     # minimum/maximum apply to integers only, pattern to strings only.
@@ -336,17 +339,85 @@ MAX_RUNTIME_HELP = ("The step's hard time limit: seconds as an integer, or a who
 Duration = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
                      WithJsonSchema(_duration_schema(MAX_RUNTIME_HELP))]
 
-NoMeaning = Annotated[Any, AfterValidator(_no_poolc_meaning), WithJsonSchema({"not": {}})]
+EXPECTED_RUNTIME_HELP = ("How long the step is expected to run, in the same syntax as max_runtime (600s, 90m, 30h, "
+                         "2d). Only `poolc plan --forecast` reads it (default: max_runtime); nothing enforces it.")
+ExpectedRuntime = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
+                            WithJsonSchema(_duration_schema(EXPECTED_RUNTIME_HELP))]
 
-# ZenML 0.98 spelling -> the v1 field it stands for (same meaning, warning R007).
-NEW_SPELLINGS = {"resources": "pool_resources", "gpu_class": "gpu_type", "reclaim_tolerance": "preemptible"}
-# reclaim_tolerance values with a poolc meaning: the preemptible value they stand for.
-RECLAIM_TOLERANCE = {"none": False, "any": True}
-NO_MEANING = ("allocation_wait_timeout_seconds", "initialization_lease_seconds")
+# ZenML 0.98 spelling -> the v1 field it stands for (same meaning, warning R007 where
+# the value has a v1 spelling: a map of resources, reclaim_tolerance none or any).
+NEW_SPELLINGS = {"resources": "pool_resources", "reclaim_tolerance": "preemptible"}
+# reclaim_tolerance -> preemptible, as ZenML 0.98 reads them: only none protects a step
+# (legacy preemptible: true becomes coordinated there, false becomes none).
+RECLAIM_TOLERANCE = {"none": False, "coordinated": True, "any": True}
+# the reclaim_tolerance values a v1 `preemptible` spells exactly (R007 names it)
+RECLAIM_V1 = ("none", "any")
+
+
+class PoolDemand(Strict):
+    """One ZenML 0.98 PoolResourceDemand of ``resources``: ``name`` (or else ``kind``)
+    becomes the request key. A capacity class and selectors pick among ZenML pools'
+    capacity, which poolc does not model: accepted and ignored, with a warning."""
+
+    # the same rule as _named, for editors and check-jsonschema
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["name"]}, {"required": ["kind"]}]})
+
+    quantity: PositiveCount = Field(description="Units asked (>= 1).")
+    name: Annotated[str, StringConstraints(pattern=RESOURCE_KEY)] | None = Field(default=None, description=(
+        "The request key, e.g. tensorrt_sessions."))
+    kind: Annotated[str, StringConstraints(pattern=RESOURCE_KEY)] | None = Field(default=None, description=(
+        "A kind without a name: gpu is the key gpu, cpu (unit CPU or mCPU) is mcpu, memory (unit a byte unit) "
+        "is memory_mb, any other kind is its own key."))
+    unit: NonEmpty | None = Field(default=None, description=(
+        "cpu: CPU or mCPU; memory: B, KB, KiB, ... PiB; otherwise ignored."))
+    class_: NonEmpty | None = Field(default=None, alias="class", description=(
+        "A ZenML capacity class; poolc has none and ignores it (warning R009)."))
+    resource_selector: dict[str, Any] | None = Field(default=None, description=(
+        "A ZenML selector over resource descriptors; ignored by poolc (warning R009)."))
+    class_selector: dict[str, Any] | None = Field(default=None, description=(
+        "A ZenML selector over capacity classes; ignored by poolc (warning R009)."))
+
+    @model_validator(mode="after")
+    def _named(self) -> PoolDemand:
+        if self.name is None and self.kind is None:
+            raise ValueError("a demand needs a name (the request key) or a kind")
+        return self
+
+    def units(self) -> tuple[str, int]:
+        """(request key, units) of this demand."""
+        if self.name is not None:
+            return self.name, self.quantity
+        if self.kind == "cpu":
+            return "mcpu", self.quantity * (1 if self.unit == "mCPU" else 1000)
+        if self.kind == "memory":
+            return "memory_mb", -(-self.quantity * _BYTE_UNITS.get(self.unit or "B", 1) // 10**6)
+        assert self.kind is not None
+        return self.kind, self.quantity
+
+
+_BYTE_UNITS = {"B": 1, "KB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20, "GB": 10**9, "GiB": 2**30,
+               "TB": 10**12, "TiB": 2**40, "PB": 10**15, "PiB": 2**50}
+ResourceKey = Annotated[str, StringConstraints(pattern=RESOURCE_KEY)]
+Resources = ResourceKey | dict[ResourceKey, PositiveCount] | list[PoolDemand]
+
+
+def resource_units(resources: Resources) -> dict[str, int]:
+    """ZenML 0.98 ``resources`` (a name, a map or a list of demands) as request units;
+    demands of one key add up."""
+    if isinstance(resources, str):
+        return {resources: 1}
+    if isinstance(resources, dict):
+        return dict(resources)
+    found: dict[str, int] = {}
+    for demand in resources:
+        key, units = demand.units()
+        found[key] = found.get(key, 0) + units
+    return found
 
 
 class ResourceSettings(Shared):
-    """ZenML's ResourceSettings (zenml 0.95-0.96 names), plus ZenML 0.98's resources, gpu_class, reclaim_tolerance."""
+    """ZenML's ResourceSettings (zenml 0.95-0.96 names), plus ZenML 0.98's fields read as 0.98 means them:
+    resources, reclaim_tolerance, gpu_class (a capacity class, ignored), the allocation timeouts (not planned)."""
 
     model_config = ConfigDict(json_schema_extra=lambda schema, _: _settings_schema(schema))
 
@@ -357,7 +428,8 @@ class ResourceSettings(Shared):
     gpu_count: Count | None = Field(default=None, description=(
         "Whole GPUs (request key gpu); 0 removes a GPU demand inherited from the pipeline default."))
     gpu_type: NonEmpty | None = Field(default=None, description=(
-        "Accelerator model (T4, A10G, A100, ...): a node selector on Kubernetes, the instance choice on SageMaker."))
+        "Accelerator model (T4, A10G, A100, ...): a node selector on Kubernetes, the instance choice on SageMaker. "
+        "Not ZenML 0.98's gpu_class."))
     disk: Quantity | None = Field(default=None, description=(
         "Ephemeral storage (Kubernetes) or volume size (SageMaker), a quantity such as 200Gi; not planned."))
     shm: Quantity | Literal["auto"] | None = Field(default=None, description=(
@@ -369,6 +441,7 @@ class ResourceSettings(Shared):
             "Custom request keys and amounts (>= 1), e.g. tensorrt_sessions: 1; merged key by key with the "
             "pipeline default. gpu_count, cpu_count and memory win over the same key here."))
     max_runtime: Duration | None = Field(default=None, description=MAX_RUNTIME_HELP)
+    expected_runtime: ExpectedRuntime | None = Field(default=None, description=EXPECTED_RUNTIME_HELP)
     min_replicas: Count | None = Field(default=None, description=(
         "Deployed pipelines: minimum replicas; must not exceed max_replicas unless that is 0. Not planned."))
     max_replicas: Count | None = Field(default=None, description=(
@@ -379,17 +452,20 @@ class ResourceSettings(Shared):
         "Deployed pipelines: target value of autoscaling_metric (> 0). Not planned."))
     max_concurrency: PositiveCount | None = Field(default=None, description=(
         "Deployed pipelines: maximum concurrent requests per replica (>= 1). Not planned."))
-    resources: dict[Annotated[str, StringConstraints(pattern=RESOURCE_KEY)], PositiveCount] | None = Field(
-        default=None, description=(
-            "ZenML 0.98 spelling of pool_resources (same meaning; warning R007). Not together with "
-            "pool_resources."))
+    resources: Resources | None = Field(default=None, description=(
+        "ZenML 0.98 pool demands: a key (one unit), a map key -> units (the spelling of pool_resources, "
+        "warning R007) or a list of demands {quantity, name or kind, ...}. Not together with pool_resources."))
     gpu_class: NonEmpty | None = Field(default=None, description=(
-        "ZenML 0.98 spelling of gpu_type (same meaning; warning R007). Not together with gpu_type."))
-    reclaim_tolerance: Literal["none", "any"] | None = Field(default=None, description=(
-        "ZenML 0.98: none = preemptible false, any = preemptible true (warning R007); coordinated has no "
-        "meaning in poolc. Not together with preemptible."))
-    allocation_wait_timeout_seconds: NoMeaning = _no_meaning_field("how long ZenML waits for an allocation")
-    initialization_lease_seconds: NoMeaning = _no_meaning_field("ZenML's lease while a step starts")
+        "ZenML 0.98 GPU capacity class (for ZenML's resource pools): poolc has no capacity classes and ignores "
+        "it (warning R009). It is not a GPU model: write gpu_type for that."))
+    reclaim_tolerance: Literal["none", "coordinated", "any"] | None = Field(default=None, description=(
+        "ZenML 0.98: none = not preemptible; coordinated (ZenML warns the step through its heartbeat before "
+        "taking the capacity back) and any (taken back at any time) are both preemptible. Not together with "
+        "preemptible."))
+    allocation_wait_timeout_seconds: PositiveCount | None = Field(default=None, description=(
+        "ZenML 0.98: seconds ZenML waits for an allocation before giving up (default 3600). Not planned."))
+    initialization_lease_seconds: PositiveCount | None = Field(default=None, description=(
+        "ZenML 0.98: seconds ZenML keeps an allocation while the step starts (default 3600). Not planned."))
 
     @model_validator(mode="after")
     def _one_spelling(self) -> ResourceSettings:
@@ -399,19 +475,23 @@ class ResourceSettings(Shared):
         return self
 
     def new_spellings(self) -> list[str]:
-        """The ZenML 0.98 field names written here, in NEW_SPELLINGS order."""
-        return [new for new in NEW_SPELLINGS if getattr(self, new) is not None]
+        """The ZenML 0.98 field names written here whose value has a v1 spelling, in
+        NEW_SPELLINGS order (a map of resources, reclaim_tolerance none or any)."""
+        found = []
+        if isinstance(self.resources, dict):
+            found.append("resources")
+        if self.reclaim_tolerance in RECLAIM_V1:
+            found.append("reclaim_tolerance")
+        return found
 
     def v1_fields(self) -> dict[str, Any]:
         """The fields set here, by their v1 names, so merging and the demand see one
-        spelling: a step's gpu_class overrides the pipeline's gpu_type. (Read from the
+        spelling: a step's reclaim_tolerance overrides the pipeline's preemptible. (Read from the
         instance: a model_dump per step is what made the requests of a large
         repository slow.)"""
         fields = {key: value for key, value in self.__dict__.items() if value is not None}
         if self.resources is not None:
-            fields["pool_resources"] = fields.pop("resources")
-        if self.gpu_class is not None:
-            fields["gpu_type"] = fields.pop("gpu_class")
+            fields["pool_resources"] = resource_units(fields.pop("resources"))
         if self.reclaim_tolerance is not None:
             fields["preemptible"] = RECLAIM_TOLERANCE[fields.pop("reclaim_tolerance")]
         return fields
@@ -431,16 +511,14 @@ class ResourceSettings(Shared):
     def merged_over(self, default: ResourceSettings | None) -> ResourceSettings:
         """The settings a step runs with: merged_fields as a ResourceSettings (itself
         when there is nothing to merge or rename)."""
-        if default is None and not self.new_spellings():
+        if default is None and self.resources is None and self.reclaim_tolerance is None:
             return self
         return ResourceSettings.model_construct(**self.merged_fields(default))  # both sides are validated already
 
 
 def _settings_schema(schema: dict[str, Any]) -> None:
-    # one spelling per field; the fields with no poolc meaning are described by name
+    # one spelling per field
     schema["not"] = {"anyOf": [{"required": [new, old]} for new, old in NEW_SPELLINGS.items()]}
-    for name in NO_MEANING:
-        schema["properties"][name].pop("default", None)
 
 
 class Settings(Shared):
@@ -462,13 +540,67 @@ class Step(Shared):
 
 
 
+class PipelineSource(Strict):
+    """Where the steps are declared, when not here: paths relative to this file."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _source_schema(schema))
+
+    zenml_config: NonEmpty | None = Field(default=None, description=(
+        "A ZenML run configuration YAML: settings.resources, steps.<step>.settings.resources and "
+        "steps.<step>.step_operator are read, every other key is ignored."))
+    python: NonEmpty | None = Field(default=None, description=(
+        "A Python file with ZenML @step/@pipeline decorators, read without running it; needs pipeline."))
+    pipeline: NonEmpty | None = Field(default=None, description=(
+        "The ZenML pipeline of the python file: its name, its function's name, or a module-level name bound "
+        "to <pipeline>.with_options(...)."))
+    flyte: NonEmpty | None = Field(default=None, description=(
+        "A Python file with Flyte tasks (flytekit @task or flyte TaskEnvironment), read without running it; "
+        "each task is a step."))
+
+    @model_validator(mode="after")
+    def _one_front_end(self) -> PipelineSource:
+        if self.zenml_config is None and self.python is None and self.flyte is None:
+            raise ValueError("give zenml_config, python (with pipeline) or flyte")
+        if (self.python is None) != (self.pipeline is None):
+            raise ValueError("python and pipeline go together: the file and the pipeline in it")
+        if self.flyte is not None and (self.python is not None or self.zenml_config is not None):
+            raise ValueError("flyte is read alone, not with zenml_config or python")
+        return self
+
+
+def _source_schema(schema: dict[str, Any]) -> None:
+    # the same three rules as PipelineSource._one_front_end
+    schema["anyOf"] = [{"required": ["zenml_config"]}, {"required": ["python"]}, {"required": ["flyte"]}]
+    schema["dependentRequired"] = {"python": ["pipeline"], "pipeline": ["python"]}
+    schema["not"] = {"anyOf": [{"required": ["flyte", "python"]}, {"required": ["flyte", "zenml_config"]}]}
+
+
 class PipelineSpec(Spec):
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _pipeline_spec_schema(schema))
+
     stack: Name = Field(description="Name of the Stack the pipeline runs on.")
+    source: PipelineSource | None = Field(default=None, description=(
+        "Take the steps from a ZenML run configuration, ZenML decorators or Flyte tasks; spec.settings and "
+        "spec.steps written here override what the source says. See docs/format.md#reading-your-zenml-and-"
+        "flyte-code."))
     settings: Settings | None = Field(default=None, description="Pipeline-level settings: the default of every step.")
     steps: dict[Annotated[str, StringConstraints(pattern=STEP_NAME, max_length=63)], Step] = Field(
-        min_length=1, description=(
-            "Steps by name, in arrival order (lower-case letters, digits, '-' and '_'); at least one. "
-            "Each step is one request, id <pipeline>/<step>."))
+        default={}, min_length=1, description=(
+            "Steps by name, in arrival order (lower-case letters, digits, '-' and '_'); at least one, unless "
+            "source gives them. Each step is one request, id <pipeline>/<step>."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _steps_or_source(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "steps" not in data and "source" not in data:
+            raise ValueError("give steps, or a source to take them from")
+        return data
+
+
+def _pipeline_spec_schema(schema: dict[str, Any]) -> None:
+    schema.pop("required", None)
+    schema["required"] = ["stack"]
+    schema["anyOf"] = [{"required": ["steps"]}, {"required": ["source"]}]
 
 
 # --- Allocation ------------------------------------------------------------------
@@ -484,6 +616,10 @@ class AllocationSpec(Spec):
         "meter are ignored."))
     started_at: Timestamp | None = Field(default=None, description=(
         "RFC 3339 start time; orders preemption victims (most recently started first). Missing = earliest."))
+    step: Annotated[str, StringConstraints(pattern=STEP_ID, max_length=127)] | None = Field(default=None, description=(
+        "The step this allocation runs, as <pipeline>/<step> (e.g. training/train_model): the plan counts the "
+        "step as running in this allocation instead of requesting it again, whatever the allocation's name. "
+        "Without it, an allocation is a step's only when its name is the one apply gives (docs/cli.md)."))
 
 
 

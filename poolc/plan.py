@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,14 +30,23 @@ from .diagnostics import Diagnostic
 from .domain.borrowing import grant_order
 from .domain.eligibility import check_policy
 from .domain.naming import allocation_name, step_label
-from .domain.plan import STRATEGIES, FileChange, Plan
+from .domain.plan import STRATEGIES, External, FileChange, Plan
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config
 from .model import Allocation
 from .planner.plan import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
-from .requests import StepRequest
-from .state import DEFAULT_STATE, StateRead, changes, dump_state, read_state, state_from_plan, step_of
+from .requests import StepRequest, step_inputs  # noqa: F401 - step_inputs kept importable from here
+from .state import (
+    DEFAULT_STATE,
+    StateRead,
+    changes,
+    documents_against_state,
+    dump_state,
+    read_state,
+    state_from_plan,
+    step_of,
+)
 from .targets.context import TargetContext
 from .validate import Validation, validate_paths
 from .writer import Tree, UnsafePath, read_regular, sha256_text
@@ -105,16 +112,6 @@ def resolve_now(now: str | datetime | None = None) -> datetime:
     return when.astimezone(UTC).replace(microsecond=0)
 
 
-def step_inputs(request: StepRequest) -> str:
-    """16 hex digits naming what a step runs: requester, merged settings, demand,
-    image and command. A finished step is requested again once this changes."""
-    step = request.entry.obj.spec.steps[request.step]
-    data = {"requester": request.requester, "settings": request.settings.model_dump(mode="json", exclude_none=True),
-            "demand": dict(sorted(request.demand.items())), "preemptible": request.preemptible,
-            "image": step.image, "command": step.command}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 Strategy = Callable[[Problem], Solution]
 
 
@@ -171,15 +168,21 @@ def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> 
 
 
 def _running_steps(requests: list[StepRequest], running: Iterable[Running], problem: Problem,
-                   recorded: Mapping[str, str | None]) -> tuple[dict[str, Running], dict[str, str]]:
+                   recorded: Mapping[str, str | None], declared: Mapping[str, str] | None = None
+                   ) -> tuple[dict[str, Running], dict[str, str]]:
     """(step id -> the allocation that still runs it, allocation name -> why it no
     longer describes its step). ``recorded``: allocation name -> the step label
     apply recorded on it (a user's own allocation matches a step only by name and
-    subject, and is never released)."""
+    subject, and is never released). ``declared``: allocation document name -> the
+    step its ``spec.step`` (or its name) says it runs; such a document is that step's."""
     by_name = {a.name: a for a in running}
+    by_step = {step: by_name[name] for name, step in (declared or {}).items() if name in by_name}
     found: dict[str, Running] = {}
     released: dict[str, str] = {}
     for request in requests:
+        if request.id in by_step:
+            found[request.id] = by_step[request.id]
+            continue
         alloc = by_name.get(allocation_name(request.id))
         if alloc is None:
             continue
@@ -216,7 +219,8 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
-               output_dir: str | None = None, now: str | datetime | None = None) -> PlanResult:
+               output_dir: str | None = None, now: str | datetime | None = None,
+               observed: Iterable[str] | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -225,25 +229,34 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     ``runtime_check`` replays the plan through Kueue's scheduler (the plan's
     ``runtime`` section). ``output_dir``: where the generated files are (default:
     the one the state records), to compare them with what the plan would write.
-    ``now``: the start time of the allocations an apply would create."""
+    ``now``: the start time of the allocations an apply would create. ``observed``:
+    the cluster's report files; the plan starts from the state they imply
+    (poolc.observe) instead of the state file, which is not written."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
     state_path = state_file or DEFAULT_STATE
     state = read_state(state_path)
+    if observed is not None and state.ok:
+        from .observe import observe_files
+
+        state = observe_files(state, list(observed), config, validation.requests)
     if state.preempted:  # config allocations an applied plan preempted no longer run
         config = _without_allocations(config, set(state.preempted))
 
     requests = validation.requests  # requests do not depend on allocations
     rejected = step_errors(config, requests, validation.diagnostics)
     inputs = {r.id: step_inputs(r) for r in requests}
+    dropped, document_steps, disagree = documents_against_state(config, state, inputs)
+    if dropped:
+        config = _without_allocations(config, dropped)
     finished = tuple(sorted(r.id for r in requests if state.finished.get(step_label(r.id)) == inputs[r.id]))
     live = [r for r in requests if r.id not in finished]
     everything = problem_from_config(config, [], state.allocations)
     recorded = {a.metadata.name: step_of(a) for a in state.allocations}
     recorded.update({name: step_of(entry.obj) for name, entry in config.allocations.items()})
     running, released = _running_steps([r for r in live if r.id not in rejected], everything.running,
-                                       everything, recorded)
+                                       everything, recorded, document_steps)
     if released:
         config = _without_allocations(config, set(released))
     state_allocations = [a for a in state.allocations if a.metadata.name not in released]
@@ -257,13 +270,14 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
 
     def assembled(solution: Solution) -> Plan:
         return assemble(problem, solution, live, rejected=rejected, running=running,
-                        diagnostics=[*validation.diagnostics, *state.diagnostics], digest=digest_of(digests))
+                        diagnostics=[*validation.diagnostics, *state.diagnostics, *disagree],
+                        digest=digest_of(digests))
 
     if strategy == "kueue":
         solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
     else:
         solution = solve(problem)
-    plan = _with_released(assembled(solution), released)
+    plan = _with_wait_timeouts(_with_released(assembled(solution), released), live)
     # one rendering of the targets for the runtime check and the file changes
     # (they read only which steps run and through which policy, which is final here)
     context = TargetContext.of(validation.config, plan, live)
@@ -271,12 +285,20 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         from .runtime import replay, with_runtime
 
         plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
-    plan = dataclasses.replace(plan, finished=finished, inputs=digests)
+    plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations))
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
     if state.ok:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,
                       output_dir=output_dir, now=resolve_now(now), context=context)
     return result
+
+
+def _external(allocations: Iterable[Allocation]) -> tuple[External, ...]:
+    """The state's allocations of foreign work (poolc.observe), for the plan to list."""
+    from .observe import EXTERNAL_LABEL, POLICY_LABEL
+
+    return tuple(External(a.metadata.name, a.metadata.labels.get(POLICY_LABEL, "?"), a.spec.pool, dict(a.spec.holds))
+                 for a in sorted(allocations, key=lambda a: a.metadata.name) if a.metadata.labels.get(EXTERNAL_LABEL))
 
 
 def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
@@ -289,6 +311,20 @@ def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
                                          f"released because {notes[r.id]}; {r.message}") if r.id in notes else r
                      for r in plan.requests)
     return dataclasses.replace(plan, requests=requests)
+
+
+def _with_wait_timeouts(plan: Plan, requests: list[StepRequest]) -> Plan:
+    """Say, on each queued step that sets ZenML 0.98's allocation_wait_timeout_seconds,
+    that it waits without a bound poolc can give, and ZenML stops waiting at that time."""
+    timeouts = {r.id: r.settings.allocation_wait_timeout_seconds for r in requests
+                if r.settings.allocation_wait_timeout_seconds is not None}
+    if not timeouts:
+        return plan
+    requests_ = tuple(dataclasses.replace(r, message=f"{r.message}; note: it sets allocation_wait_timeout_seconds="
+                                          f"{timeouts[r.id]}, so ZenML gives up on it if it waits longer than "
+                                          f"{timeouts[r.id]:,} seconds for capacity")
+                      if r.status == "queued" and r.id in timeouts else r for r in plan.requests)
+    return dataclasses.replace(plan, requests=requests_)
 
 
 def _grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:

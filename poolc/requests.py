@@ -7,6 +7,8 @@ line (directories in sorted path order), then document order, then step order.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +74,17 @@ class StepRequest:
         if written is not None:
             return ("spec", "settings", "resources", written)
         return self.settings_path()
+
+
+def step_inputs(request: StepRequest) -> str:
+    """16 hex digits naming what a step runs: requester, merged settings, demand,
+    image and command. A finished step is requested again once this changes; the
+    Kubernetes Job carries it as a label, so a finished Workload says what it ran."""
+    step = request.entry.obj.spec.steps[request.step]
+    data = {"requester": request.requester, "settings": request.settings.model_dump(mode="json", exclude_none=True),
+            "demand": dict(sorted(request.demand.items())), "preemptible": request.preemptible,
+            "image": step.image, "command": step.command}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def gpu_product_value(gpu_type: str) -> str:

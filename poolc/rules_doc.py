@@ -19,7 +19,10 @@ _FAMILIES = {
     "stacks": "Stacks and components",
     "requests": "Requests built from steps",
     "state": "Running allocations",
+    "observed": "The cluster's reports (`state import`, `plan --observed`)",
     "targets": "What the cluster will do (the runtime check every plan runs)",
+    "forecast": "The forecast (`poolc plan --forecast`)",
+    "sources": "Steps read from ZenML and Flyte code and run configurations (spec.source)",
 }
 
 

@@ -13,7 +13,7 @@ from . import API_VERSION
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .load import Document
-from .model import NEW_SPELLINGS, NO_MEANING, RESOURCE_MAP_KEY
+from .model import NEW_SPELLINGS, RESOURCE_MAP_KEY
 
 _PATTERN_HELP = {
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS-1123 label (lower-case letters, digits and '-', "
@@ -252,10 +252,6 @@ def _bound(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
 
 def _not(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     value, path = error.instance, tuple(error.absolute_path)
-    if path[-1:] and path[-1] in NO_MEANING:
-        yield doc.diagnostic(d.S007, f"{path[-1]!r} (ZenML 0.98) has no meaning in poolc, which would "
-                             "ignore it; remove it", path, key=True)
-        return
     if not isinstance(value, dict):
         yield from _generic(error, doc, root)
         return
@@ -270,10 +266,6 @@ def _not(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
 
 def _enum(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     path = tuple(error.absolute_path)
-    if path[-1:] == ("reclaim_tolerance",) and error.instance == "coordinated":
-        yield doc.diagnostic(d.S007, "reclaim_tolerance 'coordinated' (ZenML 0.98) has no meaning in poolc; "
-                             "use 'none' (not preemptible) or 'any' (preemptible), or preemptible", path)
-        return
     options = ", ".join(repr(o) for o in error.validator_value)
     yield doc.diagnostic(d.S003, f"{_where(path)} must be one of {options}, not {error.instance!r}", path)
 
@@ -284,6 +276,12 @@ def _any_of(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
         yield doc.diagnostic(d.S003, f"{_where(path)}: {_needs_unit(error.instance)}, or write 'auto'", path)
     elif path[-1:] == ("shm",):
         yield doc.diagnostic(d.S003, f"{error.instance!r} is not a quantity such as 1Gi, nor 'auto'", path)
+    elif path[-1:] == ("spec",) and isinstance(error.instance, dict):
+        yield doc.diagnostic(d.S002, "missing required field 'steps' in spec (or a source to take the steps "
+                             "from: spec.source)", path, key=True)
+    elif path[-1:] == ("source",) and isinstance(error.instance, dict):
+        yield doc.diagnostic(d.S002, "spec.source names no file: give zenml_config, python (with pipeline) or "
+                             "flyte", path, key=True)
     else:
         yield from _generic(error, doc, root)
 
@@ -292,6 +290,17 @@ def _min_properties(error: Any, doc: Document, root: dict) -> Iterator[Diagnosti
     path = tuple(error.absolute_path)
     if path[-1:] == ("steps",):
         yield doc.diagnostic(d.S003, "a pipeline needs at least one step", path)
+    else:
+        yield from _generic(error, doc, root)
+
+
+def _dependent_required(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
+    path = tuple(error.absolute_path)
+    given = next((k for k, needs in error.validator_value.items() if k in error.instance
+                  and any(n not in error.instance for n in needs)), None)
+    if given in ("python", "pipeline"):
+        yield doc.diagnostic(d.S002, "spec.source: python and pipeline go together (the file, and the name of "
+                             "the ZenML pipeline in it)", path + (given,), key=True)
     else:
         yield from _generic(error, doc, root)
 
@@ -315,6 +324,7 @@ EXPLAINERS: dict[str, Explainer] = {
     "enum": _enum,
     "anyOf": _any_of,
     "minProperties": _min_properties,
+    "dependentRequired": _dependent_required,
 }
 
 

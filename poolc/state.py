@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from . import API_VERSION, jsonpos
 from . import diagnostics as d
-from .config import build_config
+from .config import Config, build_config
 from .diagnostics import Diagnostic
 from .domain.naming import allocation_name, step_label
 from .domain.plan import ALLOCATED, Plan
@@ -361,6 +361,22 @@ def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mappin
     return state
 
 
+def state_dict(state: StateRead, allocations: Iterable[Allocation], finished: Mapping[str, str]) -> dict[str, Any]:
+    """The state file's content with these allocations and finished steps; everything
+    else as ``state`` holds it (the same keys apply writes)."""
+    root: dict[str, Any] = {"format_version": FORMAT_VERSION, "inputs_digest": state.digest,
+                            "allocations": [allocation_json(a) for a in
+                                            sorted(allocations, key=lambda a: a.metadata.name)],
+                            "files": dict(sorted(state.files.items()))}
+    if state.preempted:
+        root["preempted"] = sorted(state.preempted)
+    if finished:
+        root["finished"] = dict(sorted(finished.items()))
+    if state.output_dir:
+        root["output_dir"] = state.output_dir
+    return root
+
+
 def dump_state(state: Mapping) -> str:
     """The state's bytes: sorted keys, two-space indent, a final newline (``jsontext``:
     the standard library's bytes, without its slow indenting encoder)."""
@@ -384,3 +400,56 @@ def changes(previous_allocations: Iterable[Allocation | Mapping],
     changed = set(resized) & before
     return {"added": sorted(after - before - changed), "removed": sorted(before - after - changed),
             "resized": sorted(changed), "unchanged": sorted((before & after) - changed)}
+
+
+# --- Allocation documents against the state ---------------------------------------
+
+def documents_against_state(config: Config, state: StateRead, inputs: Mapping[str, str]
+                            ) -> tuple[set[str], dict[str, str], list[Diagnostic]]:
+    """Which Allocation documents of the configuration give way to the state, and
+    which step each remaining document runs.
+
+    A document that runs a step (its ``spec.step``, or the name apply gives the
+    step) loses to the state when the state knows better: the step is recorded as
+    finished (`state rm`, or `state import` of a finished job) with its current
+    inputs, or the state holds its own allocation of the step (apply's, or what the
+    cluster reported). Each such case is a warning (A003), never silent.
+
+    Returns (names of documents to leave out, document name -> step id it runs,
+    warnings). ``inputs``: step id -> its current inputs digest."""
+    names_of = {allocation_name(step): step for step in inputs}
+    labels = {step_label(step): step for step in inputs}
+    held: dict[str, Allocation] = {}
+    for alloc in state.allocations:
+        label = alloc.metadata.labels.get(STEP_LABEL)
+        step = alloc.spec.step or (labels.get(label) if label else None) or names_of.get(alloc.metadata.name)
+        if step is not None:
+            held.setdefault(step, alloc)
+    dropped: set[str] = set()
+    runs: dict[str, str] = {}
+    warnings: list[Diagnostic] = []
+    for name, entry in sorted(config.allocations.items()):
+        step = entry.obj.spec.step or names_of.get(name)
+        if step is None or step not in inputs:
+            continue
+        where = ("spec", "step") if entry.obj.spec.step else ("metadata", "name")
+        if state.finished.get(step_label(step)) == inputs[step]:
+            dropped.add(name)
+            warnings.append(entry.doc.diagnostic(d.A003, f"allocation {name!r} says step {step} runs, but the "
+                                                 "state records it finished (state rm or state import); the "
+                                                 "state wins and this document is not counted: delete it",
+                                                 where))
+            continue
+        mine = held.get(step)
+        if mine is not None:
+            dropped.add(name)
+            if mine.spec.model_dump(exclude={"step", "started_at"}) != entry.obj.spec.model_dump(
+                    exclude={"step", "started_at"}):
+                warnings.append(entry.doc.diagnostic(
+                    d.A003, f"allocation {name!r} and the state's allocation {mine.metadata.name!r} both run step "
+                    f"{step} and disagree (subject, pool, preemptible or holds); the state wins, as the cluster "
+                    "reported or apply recorded it: delete this document or fix it", where))
+            continue
+        runs[name] = step
+    return dropped, runs, warnings
+

@@ -11,8 +11,10 @@ import re
 from decimal import Decimal
 
 # Decimal and binary suffixes in ZenML spelling (KB, KiB, ...) and in Kubernetes
-# spelling (k/K, Ki, ...). A unit is required: a bare number is ambiguous.
+# spelling (k/K, Ki, ...), and B for plain bytes (ZenML 0.98). A unit is required: a
+# bare number is ambiguous.
 _UNITS: dict[str, int] = {
+    "B": 1,
     "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
     "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
     "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,

@@ -17,10 +17,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "poolc"
 # Top to bottom, as in docs/architecture.md.
 LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"cli", "__main__"}),
-    ("commands", {"validate", "plan", "apply", "statecmd", "rules_doc", "runtime"}),
+    ("commands", {"validate", "plan", "apply", "statecmd", "rules_doc", "runtime", "forecast"}),
     ("stages", {"checks", "planner", "targets", "report"}),
     ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
-                 "schemas"}),
+                 "schemas", "reports", "observe", "sources"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
                     "escape", "__init__"}),

@@ -291,5 +291,5 @@ def test_the_readme_workflow_posts_the_markdown_plan():
     workflow = YAML(typ="safe").load(block)
     runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["plan"]["steps"])
     assert workflow["permissions"]["pull-requests"] == "write"
-    assert "poolc plan config/ --state poolc.state.json --output-dir deploy/ --format markdown" in runs
+    assert "poolc plan config/ --state poolc.state.json --observed workloads.json --format markdown" in runs
     assert "markdown" in PLAN_FORMATS and "gh pr comment" in runs and "--method PATCH" in runs

@@ -28,6 +28,8 @@ CASES = [
     ("plan changes", [], ["plan", "examples", "--detailed-exitcode"], 2),
     ("plan no changes", ["apply"], ["plan", "examples", "--detailed-exitcode"], 0),
     ("plan unreadable state", ["corrupt"], ["plan", "examples"], 1),
+    ("plan --forecast ok", [], ["plan", "examples", "--forecast"], 0),
+    ("plan --forecast errors", [broken], ["plan", "examples", "--forecast"], 1),
     ("apply ok", [], ["apply", "examples", "--output-dir", "deploy"], 0),
     ("apply invalid", [broken], ["apply", "examples", "--output-dir", "deploy"], 1),
     ("apply --check stale", [], ["apply", "examples", "--output-dir", "deploy", "--check"], 1),

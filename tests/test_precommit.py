@@ -41,7 +41,10 @@ def git(cwd: Path, *args: str) -> str:
 def test_hook_definitions():
     """The published hook file says what the brief and README promise."""
     hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
-    assert set(hooks) == {"poolc-validate", "poolc-apply-check"}
+    assert set(hooks) == {"poolc-validate", "poolc-validate-code", "poolc-apply-check"}
+    code = hooks["poolc-validate-code"]
+    assert (code["entry"], code["language"], code["pass_filenames"], code["args"], code["types_or"]) == \
+        ("poolc validate", "python", False, ["."], ["python", "yaml"])
     validate, apply = hooks["poolc-validate"], hooks["poolc-apply-check"]
     assert (validate["entry"], validate["language"], validate["pass_filenames"], validate["args"]) == \
         ("poolc validate", "python", False, ["."])
@@ -192,3 +195,51 @@ def test_apply_check_hook(installed: Path, head: str, tmp_path: Path):
     proc = pre_commit(root, installed, "--all-files")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Failed" in proc.stdout
+
+
+TRAINING_PY = """from zenml import pipeline, step
+from zenml.config import ResourceSettings
+
+
+@step(settings={"resources": ResourceSettings(cpu_count=8, memory="64GB", gpu_count=2,
+                                              reclaim_tolerance="none")})
+def fine_tune() -> None:
+    print("training")
+
+
+@pipeline
+def nightly() -> None:
+    fine_tune()
+"""
+
+NIGHTLY_YAML = """apiVersion: poolc/v1
+kind: Pipeline
+metadata: {name: nightly}
+spec:
+  stack: prod-stack
+  source: {python: ../../ml/training.py, pipeline: nightly}
+"""
+
+
+def test_validate_code_hook_catches_a_gpu_count_raised_in_a_decorator(installed: Path, head: str, tmp_path: Path):
+    """An ML engineer raises gpu_count in a ZenML decorator above the reserve of the
+    policy the step runs under: only a .py file changes, and the hook fails at its line."""
+    root = make_platform_repo(tmp_path / "repo", head, "      - id: poolc-validate-code\n")
+    (root / "ml").mkdir()
+    (root / "ml" / "training.py").write_text(TRAINING_PY, encoding="utf-8")
+    (root / "config" / "pipelines" / "nightly.yaml").write_text(NIGHTLY_YAML, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "nightly from code")
+    proc = pre_commit(root, installed, "--files", "ml/training.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout
+
+    code = root / "ml" / "training.py"
+    code.write_text(TRAINING_PY.replace("gpu_count=2,", "gpu_count=8,"), encoding="utf-8")
+    git(root, "add", "-A")
+    proc = pre_commit(root, installed, "--files", "ml/training.py")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout
+    # prod-k8s-dc1 reserves gpu=6; the step is not preemptible (reclaim_tolerance none)
+    assert "ml/training.py:5:85: error[R003] step 'fine_tune' is eligible on no pool" in proc.stdout
+    assert "reserves only gpu=6 on pool 'datacenter-one' (a non-preemptible step needs 8" in proc.stdout

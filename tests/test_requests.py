@@ -243,41 +243,76 @@ def test_example_repository_demands_match_the_hand_computed_table():
 # --- ZenML 0.98 spellings ------------------------------------------------------------
 
 def test_zenml_098_spellings_mean_the_v1_fields():
-    canonical = settings(resources={"lic": 2}, gpu_class="A100", reclaim_tolerance="none").merged_over(None)
-    assert (canonical.pool_resources, canonical.gpu_type, canonical.preemptible) == ({"lic": 2}, "A100", False)
+    canonical = settings(resources={"lic": 2}, reclaim_tolerance="none").merged_over(None)
+    assert (canonical.pool_resources, canonical.preemptible) == ({"lic": 2}, False)
     assert canonical.new_spellings() == []
     assert settings(reclaim_tolerance="any").merged_over(None).preemptible is True
+    # ZenML 0.98 maps legacy preemptible: true to coordinated: preemptible too
+    assert settings(reclaim_tolerance="coordinated").merged_over(None).preemptible is True
+
+
+def test_gpu_class_is_a_capacity_class_never_a_gpu_model():
+    """ZenML 0.98's gpu_class picks a capacity class of its resource pools; poolc has
+    none: it must never become gpu_type (a node selector no node may carry)."""
+    merged = settings(gpu_count=1, gpu_class="A100").merged_over(settings(gpu_type="T4"))
+    assert (merged.gpu_type, merged.gpu_class) == ("T4", "A100")
+    alone = settings(gpu_count=1, gpu_class="A100").merged_over(None)
+    assert alone.gpu_type is None
+
+
+@pytest.mark.parametrize(("resources", "demand"), [
+    ("tpu", {"tpu": 1, "step_run": 1}),
+    ({"tpu": 2, "lic": 1}, {"lic": 1, "tpu": 2, "step_run": 1}),
+    ([{"name": "tpu", "quantity": 2}, {"name": "tpu", "quantity": 1}, {"kind": "gpu", "quantity": 3}],
+     {"gpu": 3, "tpu": 3, "step_run": 1}),
+    ([{"kind": "cpu", "quantity": 2, "unit": "CPU"}, {"kind": "memory", "quantity": 3, "unit": "GiB"}],
+     {"mcpu": 2000, "memory_mb": 3222, "step_run": 1}),
+    ([{"kind": "cpu", "quantity": 250, "unit": "mCPU"}], {"mcpu": 250, "step_run": 1}),
+])
+def test_resources_as_a_name_a_map_or_a_list_of_demands(resources, demand):
+    assert demand_of(settings(resources=resources).merged_over(None)) == demand
+
+
+def test_memory_in_plain_bytes():
+    assert demand_of(settings(memory="1500000B").merged_over(None)) == {"memory_mb": 2, "step_run": 1}
 
 
 def test_zenml_098_spellings_merge_with_the_v1_fields_of_the_other_side():
-    default = settings(pool_resources={"lic": 1, "seat": 1}, gpu_type="T4", preemptible=True)
-    merged = settings(resources={"lic": 2}, gpu_class="A100", reclaim_tolerance="none").merged_over(default)
+    default = settings(pool_resources={"lic": 1, "seat": 1}, preemptible=True)
+    merged = settings(resources={"lic": 2}, reclaim_tolerance="none").merged_over(default)
     assert merged.pool_resources == {"lic": 2, "seat": 1}
-    assert (merged.gpu_type, merged.preemptible) == ("A100", False)
+    assert merged.preemptible is False
     inherited = settings().merged_over(settings(resources={"lic": 1}, reclaim_tolerance="none"))
     assert (inherited.pool_resources, inherited.preemptible) == ({"lic": 1}, False)
     assert demand_of(inherited) == {"lic": 1, "step_run": 1}
 
 
-def test_the_zenml_098_fixture_builds_a_non_preemptible_a100_step():
+def test_the_zenml_098_fixture_builds_a_non_preemptible_step_without_a_gpu_selector():
     fixture = REPO / "tests" / "fixtures" / "negative" / "r007-zenml-098-spellings.yaml"
     result = validate_paths([str(CONTEXT), str(fixture)])
     train = next(r for r in build_requests(result.config) if r.id == "zenml-098/train")
-    assert (train.settings.gpu_type, train.preemptible) == ("A100", False)
+    assert (train.settings.gpu_type, train.preemptible) == ("T4", False)   # gpu_class A100 is not a model
     assert train.demand == {"gpu": 1, "mcpu": 1000, "step_run": 1}
     evaluate = next(r for r in build_requests(result.config) if r.id == "zenml-098/evaluate")
     assert (evaluate.settings.gpu_type, evaluate.preemptible) == ("T4", True)
 
 
 @pytest.mark.parametrize("fields", [{"resources": {"a": 1}, "pool_resources": {"a": 1}},
-                                    {"gpu_class": "A", "gpu_type": "A"},
                                     {"reclaim_tolerance": "any", "preemptible": True},
-                                    {"reclaim_tolerance": "coordinated"},
-                                    {"allocation_wait_timeout_seconds": 1},
-                                    {"initialization_lease_seconds": 1}])
+                                    {"reclaim_tolerance": "sometimes"},
+                                    {"resources": [{"quantity": 1}]},
+                                    {"allocation_wait_timeout_seconds": 0}])
 def test_zenml_098_fields_refused_by_the_model(fields):
     with pytest.raises(ValueError):
         settings(**fields)
+
+
+@pytest.mark.parametrize("fields", [{"reclaim_tolerance": "coordinated"},
+                                    {"allocation_wait_timeout_seconds": 1},
+                                    {"initialization_lease_seconds": 1},
+                                    {"gpu_class": "A", "gpu_type": "A"}])
+def test_zenml_098_fields_accepted_by_the_model(fields):
+    assert settings(**fields) is not None
 
 
 def test_max_runtime_merges_like_other_settings(tmp_path: Path):

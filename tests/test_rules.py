@@ -13,7 +13,10 @@ from poolc.validate import validate_paths
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*/*.yaml"))
 # Rules no semantic check emits, and the stage that does.
-ELSEWHERE = {"Y": "the loader", "S": "the schemas", "N001": "the config builder", "T001": "the plan's runtime check"}
+ELSEWHERE = {"Y": "the loader", "S": "the schemas", "N001": "the config builder", "T001": "the plan's runtime check",
+             "O": "the cluster's reports (reports.py, observe.py)", "A003": "the plan, against the state (state.py)",
+             "F": "the forecast (poolc plan --forecast)",
+             "C": "the source readers (poolc/sources)"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")

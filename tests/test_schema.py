@@ -135,7 +135,7 @@ def test_check_jsonschema_accepts_every_valid_document_of_every_kind(tmp_path: P
     assert check_jsonschema(ANY_FILE, [p for paths in by_kind.values() for p in paths]) == {}
 
 
-STRUCTURAL = {"S001", "S002", "S003", "S004", "S005", "S006", "S007"}
+STRUCTURAL = {"S001", "S002", "S003", "S004", "S005", "S006"}   # S007 is retired (never emitted)
 # check-jsonschema's own YAML loader raises on integers beyond Python's 4300-digit limit
 # (a traceback, exit 1): it does reject the file, but not through its report.
 TOOL_CANNOT_READ = {"s003-huge-integer.yaml"}

@@ -165,7 +165,8 @@ def test_names_and_labels_are_valid(files):
 
 def test_train_model_job(files):
     job = jobs_of(files)["kubernetes/ml-prod/prod-training--train_model.job.yaml"]
-    assert job["metadata"]["name"] == "prod-training--train-model"
+    assert re.fullmatch(r"prod-training--train-model-[0-9a-f]{6}", job["metadata"]["name"])   # + its spec's digest
+    assert job["spec"]["ttlSecondsAfterFinished"] == 7 * 24 * 3600
     assert job["metadata"]["namespace"] == "ml-prod"
     labels = job["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/queue-name"] == "prod-k8s-dc1-guaranteed"  # non-preemptible
@@ -299,8 +300,8 @@ def test_long_names_are_shortened_with_a_stable_hash(small):
     _, files = small
     job = objects_of(files[f"kubernetes/team-a/{LONG}--a_step_with_a_rather_long_name_too.job.yaml"])[0]
     name = job["metadata"]["name"]
-    assert len(name) <= 63 and DNS_LABEL.fullmatch(name) and re.search(r"-[0-9a-f]{8}$", name)
-    assert name == short_name(f"{LONG}--a-step-with-a-rather-long-name-too")
+    assert len(name) <= 63 and DNS_LABEL.fullmatch(name) and re.search(r"-[0-9a-f]{8}-[0-9a-f]{6}$", name)
+    assert name[:-7] == short_name(short_name(f"{LONG}--a-step-with-a-rather-long-name-too"), 56)
     body = json.loads(files[f"sagemaker/{LONG}--spot.json"])
     assert len(body["TrainingJobName"]) <= 63
     assert re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", body["TrainingJobName"])

@@ -68,6 +68,7 @@ def test_memory_mb_floor_examples(text: str, mb: int):
 
 @pytest.mark.parametrize("text, expected", [
     ("1KB", 1000), ("1K", 1000), ("1k", 1000), ("1KiB", 1024), ("1Ki", 1024),
+    ("1B", 1), ("1500000B", 1500000),   # plain bytes, ZenML 0.98's spelling
     ("1.5Ki", 1536), ("1.0001KB", 1001), ("0.0001KB", 1), ("1TiB", 2**40), ("2PB", 2 * 10**15),
 ])
 def test_parse_bytes_examples(text: str, expected: int):
@@ -75,7 +76,7 @@ def test_parse_bytes_examples(text: str, expected: int):
 
 
 @pytest.mark.parametrize("text", ["16", "16 GB", "-1GB", "1gb", "1e3GB", "GB", "", "1.GB", "1,5GB", "16GB ",
-                                  "0x10GB", "1B", "１GB"])
+                                  "0x10GB", "1b", "1.5iB", "１GB"])
 def test_parse_bytes_rejects(text: str):
     with pytest.raises(ValueError):
         parse_bytes(text)

@@ -14,7 +14,8 @@ __all__ = ["did_you_mean", "edit_distance"]  # kept importable from here
 
 @check(d.N002, d.A001)
 def allocation_references(ctx: Context) -> Iterator[Diagnostic]:
-    """N002 / A001: an allocation's pool exists and its subject is a component of some
+    """N002 / A001: an allocation's pool exists, the step it runs (``spec.step``) exists,
+    and its subject is a component of some
     stack (a typo would hold capacity for nobody, so it is an error with the closest
     component name); a known subject should have a policy on that pool (otherwise it
     keeps its capacity and is never preempted: a warning)."""
@@ -26,6 +27,19 @@ def allocation_references(ctx: Context) -> Iterator[Diagnostic]:
                                        "not defined in the files given"
                                        + did_you_mean(spec.pool, ctx.config.names("ResourcePool"), "pools"),
                                        ("spec", "pool"))
+        if spec.step is not None:
+            pipeline, _, step = spec.step.partition("/")
+            known = ctx.config.pipelines.get(pipeline)
+            if known is not None and step not in known.obj.spec.steps:
+                yield entry.doc.diagnostic(d.N002, f"allocation {entry.name!r} runs step {spec.step!r}, but pipeline "
+                                           f"{pipeline!r} has no step {step!r}"
+                                           + did_you_mean(step, list(known.obj.spec.steps), "steps"),
+                                           ("spec", "step"))
+            elif known is None and not ctx.config.is_broken("Pipeline", pipeline):
+                yield entry.doc.diagnostic(d.N002, f"allocation {entry.name!r} runs step {spec.step!r} of pipeline "
+                                           f"{pipeline!r}, which is not defined in the files given"
+                                           + did_you_mean(pipeline, ctx.config.names("Pipeline"), "pipelines"),
+                                           ("spec", "step"))
         if ctx.component_is_broken(spec.subject) or ctx.is_tainted(spec.subject):
             continue
         if spec.subject not in ctx.components:

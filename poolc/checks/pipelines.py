@@ -159,6 +159,37 @@ def _spelling_message(new: str, value: object) -> str:
     return f"{new} is ZenML 0.98's spelling of {NEW_SPELLINGS[new]}; poolc reads it so, write {NEW_SPELLINGS[new]}"
 
 
+def _capacity_classes(settings: ResourceSettings) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """(path within the settings, what it says) of every capacity class and selector."""
+    if settings.gpu_class is not None:
+        yield ("gpu_class",), f"gpu_class {settings.gpu_class!r}"
+    if isinstance(settings.resources, list):
+        for index, demand in enumerate(settings.resources):
+            for name in ("class_", "resource_selector", "class_selector"):
+                if getattr(demand, name) is not None:
+                    key = name.rstrip("_")
+                    yield ("resources", index, key), f"the {key} of demand {demand.units()[0]!r}"
+
+
+@check(d.R009)
+def capacity_classes(ctx: Context) -> Iterator[Diagnostic]:
+    """R009 (warning): ZenML 0.98's gpu_class, and a demand's class and selectors, choose
+    among the capacity classes of ZenML's own resource pools. poolc pools have no
+    capacity classes, so it ignores them (the demand counts in full on any pool the
+    step may use). gpu_class is not a GPU model: write gpu_type for a node selector."""
+    for _, entry in sorted(ctx.config.pipelines.items()):
+        spec = entry.obj.spec
+        places: list[tuple[tuple[str, ...], ResourceSettings | None]] = [
+            (("spec", "settings", "resources"), spec.settings.resources if spec.settings else None)]
+        places += [(("spec", "steps", name, "settings", "resources"), step.settings.resources if step.settings
+                    else None) for name, step in spec.steps.items()]
+        for path, settings in places:
+            for sub, what in _capacity_classes(settings) if settings is not None else []:
+                yield entry.doc.diagnostic(d.R009, f"{what} is a ZenML capacity class; poolc has none and ignores "
+                                           "it" + (" (for a GPU model, write gpu_type)" if sub == ("gpu_class",)
+                                                   else ""), path + sub, key=True)
+
+
 @check(d.R003, d.R004, d.R005)
 def eligibility(ctx: Context) -> Iterator[Diagnostic]:
     """R003 / R004 / R005: a step must be eligible on some pool of its requester

@@ -56,6 +56,20 @@ class PlannedRequest:
 
 
 @dataclass(frozen=True)
+class External:
+    """A running allocation of work poolc did not write (a foreign Kueue Workload),
+    counted against its queue's policy and pool."""
+
+    name: str
+    policy: str
+    pool: str
+    holds: Mapping[str, int]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "policy": self.policy, "pool": self.pool, "holds": dict(self.holds)}
+
+
+@dataclass(frozen=True)
 class Preemption:
     id: str                           # the running allocation's name
     pool: str
@@ -191,6 +205,7 @@ class Plan:
     finished: tuple[str, ...] = ()            # steps released as finished, not requested again
     inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
     policies: tuple[PolicyUsage, ...] = ()    # sorted by name
+    external: tuple[External, ...] = ()       # foreign work the cluster runs through poolc's queues, by name
 
     def diagnostics_list(self) -> list[Diagnostic]:
         """Validation and state diagnostics, in report order."""
@@ -213,6 +228,7 @@ class Plan:
             **({"changes": self.changes} if self.changes is not None else {}),
             **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
             **({"finished": list(self.finished)} if self.finished else {}),
+            **({"external": [x.as_dict() for x in self.external]} if self.external else {}),
             **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
         }
 

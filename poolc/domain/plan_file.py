@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .plan import (
     STRATEGIES,
     TIER_KINDS,
+    External,
     Plan,
     PlanFormatError,
     PlannedRequest,
@@ -155,6 +156,13 @@ class RuntimeModel(_Model):
     notes: list[Str] = []
 
 
+class ExternalModel(_Model):
+    name: Str
+    policy: Str
+    pool: Str
+    holds: Ints
+
+
 class PlanModel(_Model):
     """A plan file as `poolc plan --out` writes it; ``solver`` first, so a file that
     is no plan at all is told so by its first error."""
@@ -170,6 +178,7 @@ class PlanModel(_Model):
     changes: ChangesModel | None = None
     runtime: RuntimeModel | None = None
     finished: list[Str] = []
+    external: list[ExternalModel] = []
     inputs: dict[str, Str] | None = None
 
 
@@ -258,6 +267,7 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
         # the section as written (its known parts checked above): a newer poolc's extra keys stay
         changes=data["changes"] if model.changes is not None else None,
         runtime=runtime, finished=tuple(model.finished),
+        external=tuple(External(x.name, x.policy, x.pool, dict(x.holds)) for x in model.external),
         inputs=dict(model.inputs) if model.inputs is not None else None)
 
 

@@ -164,6 +164,16 @@ def _preempted(plan: Plan, budget: int) -> list[str]:
             *_table(["allocation", "pool", "for", "why"], rows, "preemptions", budget), ""]
 
 
+def _external(plan: Plan, budget: int) -> list[str]:
+    if not plan.external:
+        return []
+    rows = [[md_code(x.name), md_text(x.policy), md_text(x.pool),
+             md_text(", ".join(f"{k}={v}" for k, v in sorted(x.holds.items())))]
+            for x in plan.external]
+    return [f"#### Running outside poolc ({len(rows)})", "",
+            *_table(["workload", "policy", "pool", "holds"], rows, "foreign workloads", budget), ""]
+
+
 def _runtime(plan: Plan, budget: int) -> list[str]:
     if plan.runtime is None or plan.runtime.agrees:
         return []
@@ -191,6 +201,7 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
         lambda budget: _requests("Rejected", plan.by_status("rejected"), True, budget),
         lambda budget: _requests("Queued", plan.by_status("queued"), False, budget),
         lambda budget: _preempted(plan, budget),
+        lambda budget: _external(plan, budget),
         lambda budget: _pools(plan, budget),
         lambda budget: _policies(plan, budget),
     ]

@@ -183,6 +183,17 @@ def _runtime(console: Console, runtime: Runtime) -> None:
     console.print()
 
 
+def _external(console: Console, plan: Plan) -> None:
+    """Foreign work the cluster runs through poolc's queues: counted, never planned."""
+    if not plan.external:
+        return
+    console.print(Text("Running outside poolc (admitted through poolc's queues)", style="bold underline"))
+    for item in plan.external:
+        holds = ", ".join(f"{k}={v}" for k, v in sorted(item.holds.items()))
+        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {holds}"))
+    console.print()
+
+
 def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = None) -> str:
     """The text plan, as people read it in a terminal or a CI log; ``diffs``: the
     unified diff of each generated file known on disk (`poolc plan` has them; a
@@ -206,6 +217,7 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     _policies(console, plan)
     _requests(console, plan)
     _preemptions(console, plan)
+    _external(console, plan)
     if plan.runtime is not None:
         _runtime(console, plan.runtime)
     if plan.changes is not None:

@@ -9,18 +9,26 @@ runs at once; a rejected step gets no file at all.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import defaultdict
 
-from ..domain.naming import dns_label, hash_suffixed, local_queue_name, priority_class_name
+from ..domain.naming import MAX_NAME, dns_label, hash_suffixed, local_queue_name, priority_class_name, short_name
 from ..model import KubernetesComponent
-from ..requests import GPU_PRODUCT_LABEL, StepRequest
+from ..requests import GPU_PRODUCT_LABEL, StepRequest, step_inputs
 from ..units import format_mcpu, format_memory_mb
 from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 
 BUILTIN_KEYS = ("gpu", "mcpu", "memory_mb", "step_run")
+# How long Kubernetes keeps a finished Job (and Kueue its Workload) before deleting
+# them: long enough for the next observation of the cluster (`state import`, `plan
+# --observed`) to record the step as finished, short enough not to pile up.
+TTL_AFTER_FINISHED = 7 * 24 * 3600
+# The Job's name ends in this many hex digits of its spec: a Job's pod template is
+# immutable, so a changed step is a new Job (docs/targets.md#changing-and-rerunning-a-job).
+SPEC_DIGITS = 6
 GPU_RESOURCE = "nvidia.com/gpu"
 
 # poolc/ZenML unit spellings -> Kubernetes quantity suffixes ("4GB" is not valid there).
@@ -64,6 +72,14 @@ def job_names(steps: list[tuple[StepRequest, KubernetesComponent]]) -> dict[str,
             name = hash_suffixed(name, request_id)
         names[request_id] = name
     return names
+
+
+def versioned_name(name: str, spec: dict) -> str:
+    """``<name>-<digest of the Job's spec>``: the same spec keeps its name (``kubectl
+    apply`` leaves the Job alone), a changed one gets a new name, so applying it
+    creates a new Job instead of failing on the old one's immutable pod template."""
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return f"{short_name(name, MAX_NAME - SPEC_DIGITS - 1)}-{digest[:SPEC_DIGITS]}"
 
 
 def _resources(request: StepRequest) -> dict:
@@ -111,7 +127,8 @@ def _shm_volume(shm: str) -> dict:
 def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesComponent, name: str) -> dict:
     """The batch/v1 Job of one step."""
     policy = ctx.policy_of(request)
-    step_labels = {**MANAGED_BY, f"{LABEL_PREFIX}pipeline": request.pipeline, f"{LABEL_PREFIX}step": request.step}
+    step_labels = {**MANAGED_BY, f"{LABEL_PREFIX}pipeline": request.pipeline, f"{LABEL_PREFIX}step": request.step,
+                   f"{LABEL_PREFIX}inputs": step_inputs(request)}
     labels = dict(step_labels)
     if policy is not None:
         labels.update({
@@ -143,6 +160,7 @@ def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesCo
         # drain does not count as a failure of the step.
         "backoffLimit": 0,
         "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+        "ttlSecondsAfterFinished": TTL_AFTER_FINISHED,
     }
     if request.max_runtime_seconds is not None:
         # max_runtime: the Job fails (and its pods stop) this long after it starts;
@@ -153,7 +171,7 @@ def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesCo
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": name,
+            "name": versioned_name(name, spec),
             "namespace": component.namespace,
             "labels": dict(sorted(labels.items())),
             "annotations": dict(sorted(annotations.items())),

@@ -1,0 +1,74 @@
+"""`poolc plan --forecast`: the forecast of a plan, made from what `plan` returned.
+
+It refuses a plan whose inputs do not validate (the diagnostics say where), so
+it never forecasts a platform that is only partly read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..diagnostics import Diagnostic, has_errors
+from ..domain.naming import allocation_name
+from ..domain.plan import ALLOCATED, QUEUED
+from ..domain.problem import Problem
+from ..model import SageMakerComponent
+from ..plan import PlanResult, resolve_now
+from .costs import PRICE_TABLE_DATE, PRICE_TABLE_SOURCE, instance_prices, pool_rates, sagemaker_rate
+from .durations import durations_of, too_long
+from .rollforward import Replan, roll_forward
+from .strategies import replanner
+from .summary import Forecast, Pricing, summarize
+
+
+@dataclass(frozen=True)
+class ForecastResult:
+    forecast: Forecast | None
+    diagnostics: tuple[Diagnostic, ...]     # why there is none (errors), or F-rule findings
+
+
+def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | None = None,
+                  instance_price_override: Mapping[str, float] | None = None,
+                  replan: Replan | None = None) -> ForecastResult:
+    """Roll ``result``'s plan forward for ``horizon`` seconds from ``now`` (default:
+    SOURCE_DATE_EPOCH, else the clock). ``replan``: the strategy to plan again
+    with (default: the plan's own)."""
+    requests = result.validation.requests
+    found = too_long(requests, horizon)
+    errors = [x for x in result.validation.diagnostics if x.severity == "error"] + found
+    if has_errors(errors):
+        return ForecastResult(None, tuple(errors))
+    t0 = resolve_now(now)
+    config = result.validation.config
+    plan = result.plan
+    status = {r.id: r for r in plan.requests}
+    waiting = {r.id for r in plan.requests if r.status == QUEUED or (r.status == ALLOCATED and r.pool is not None)}
+    problem = result.problem
+    managed = Problem(problem.pools, problem.policies, tuple(r for r in problem.requests if r.id in waiting),
+                      problem.running)
+    step_durations = durations_of(requests)
+    seconds = {name: d.seconds for name, d in step_durations.items()}
+    strategy = result.solution.strategy
+    rolled = roll_forward(managed, result.solution, t0=t0, horizon=horizon, durations=seconds,
+                          replan=replan or replanner(result), bound_classes=strategy == "optimal")
+    names = {allocation_name(r.id): r.id for r in requests}
+    prices = instance_prices(instance_price_override)
+    components = {c.name: c for entry in config.stacks.values() for c in entry.obj.spec.step_operators}
+    run_rates: dict[str, float] = {}
+    for request in requests:
+        component = components.get(request.requester or "")
+        if isinstance(component, SageMakerComponent) and request.id in status:
+            _, usd = sagemaker_rate(request, component, prices)
+            if usd is not None:
+                run_rates[request.id] = run_rates[allocation_name(request.id)] = usd
+    pools = {name: rates for name, entry in sorted(config.pools.items())
+             if (rates := pool_rates(entry.obj.spec.price)) is not None}
+    forecast = summarize(
+        rolled, strategy=strategy, start=t0.strftime("%Y-%m-%dT%H:%M:%SZ"), names=names,
+        durations={name: (d.seconds, d.source) for name, d in step_durations.items()},
+        pricing=Pricing(pools, run_rates), policies=problem.policies,
+        prices={"source": PRICE_TABLE_SOURCE + (" and a table given by the user" if instance_price_override
+                                                else ""), "date": PRICE_TABLE_DATE})
+    return ForecastResult(forecast, tuple(found))

@@ -1,0 +1,305 @@
+"""Roll a plan forward in time, event by event (docs/forecast.md#how-it-rolls).
+
+The plan says what runs now. Each running allocation ends at its start plus its
+duration; at each such end the freed capacity is planned again with the plan's own
+strategy (a ``replan(problem) -> Solution`` function the caller hands in), over
+the waiting work of the pools that changed, until the queue drains, nothing more
+ends, or the horizon is reached. Preempted work waits again in its place (a
+step keeps its arrival rank, as Kueue requeues an evicted workload by its
+creation time; an allocation that ran before the forecast waits ahead of every
+request) and runs its whole duration again when it restarts.
+
+Pure values and integer seconds from the forecast's start: no files, no clock,
+no solver of its own, so the same inputs give the same forecast. Only the pools a
+completion freed are planned again, with the work that may use them: nothing
+changed in the other pools since they were last planned, so their answer stands
+(Kueue too requeues only the workloads of the cohort where quota was released).
+Work that a re-plan preempts waits again, and the pools it may use are planned
+at the same moment.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from ..domain.borrowing import borrowed_parts
+from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from ..planner.solution import Solution
+
+Replan = Callable[[Problem], Solution]
+# Preempted allocations that ran before the forecast wait ahead of every request: ranks from here up.
+REQUEUED_RANK = -1_000_000_000
+STARTED, AFTER_HORIZON, NEVER = "started", "after-horizon", "never"
+
+
+@dataclass
+class Run:
+    """One stretch of work holding capacity: a running allocation, or a request
+    the forecast starts. Times in seconds from the forecast's start."""
+
+    id: str                      # request id, or the allocation's name
+    subject: str
+    pool: str
+    policy: str | None
+    holds: Mapping[str, int]
+    preemptible: bool
+    start: int                   # may be negative: running before the forecast
+    end: int | None              # None: its duration is unknown, it never ends here
+    initial: bool                # running when the forecast starts
+    started_at: datetime | None  # for the victim order (missing = earliest)
+    stopped: int | None = None   # preempted at
+    rank: int | None = None      # a started request's arrival rank (it keeps it when it waits again)
+
+
+@dataclass
+class Wait:
+    """One piece of work waiting: a queued request, or preempted work."""
+
+    request: Request
+    since: int                   # 0, or when it was preempted
+    preempted: bool = False
+    start: int | None = None     # when it starts (again)
+    outcome: str = ""            # started | after-horizon | never
+
+
+@dataclass
+class Rolled:
+    """What happened: every run, every wait, and the number of plans made."""
+
+    runs: list[Run]
+    waits: list[Wait]
+    horizon: int
+    replans: int = 0
+    events: int = 0
+    skipped: int = 0             # completions after which nothing could start (no plan needed)
+    notes: list[str] = field(default_factory=list)
+
+
+class _World:
+    """The state of the roll-forward: who runs (by pool) and who waits."""
+
+    def __init__(self, problem: Problem, t0: datetime, replan: Replan, bound_classes: bool) -> None:
+        self.problem = problem
+        self.t0 = t0
+        self.replan = replan
+        self.bound_classes = bound_classes
+        self.pools = {p.name: p for p in problem.pools}
+        self.policies_on: dict[str, list[PolicyRule]] = {}
+        self.pools_of_subject: dict[str, set[str]] = {}
+        for q in problem.policies:
+            self.policies_on.setdefault(q.pool, []).append(q)
+            self.pools_of_subject.setdefault(q.subject, set()).add(q.pool)
+        self.by_policy = {q.name: q for q in problem.policies}
+        self.running: dict[str, dict[str, Run]] = {}     # pool -> run id -> run
+        self.waiting: dict[str, dict[str, Wait]] = {}    # subject -> request id -> wait
+        self.runs: list[Run] = []
+        self.waits: list[Wait] = []
+        self.ends: list[tuple[int, str, str]] = []       # heap of (end, pool, run id)
+        self.requeued = 0
+
+    # --- building the state ------------------------------------------------------
+
+    def add_run(self, run: Run) -> None:
+        self.running.setdefault(run.pool, {})[run.id] = run
+        self.runs.append(run)
+        if run.end is not None:
+            heapq.heappush(self.ends, (run.end, run.pool, run.id))
+
+    def add_wait(self, wait: Wait) -> None:
+        self.waiting.setdefault(wait.request.requester, {})[wait.request.id] = wait
+        self.waits.append(wait)
+
+    # --- one plan over some pools ------------------------------------------------
+
+    def part(self, pools: set[str]) -> Problem:
+        """The problem of these pools: their policies, what runs on them, and the
+        work waiting for a subject with a policy on one of them."""
+        chosen = tuple(self.pools[name] for name in sorted(pools))
+        policies = tuple(q for name in sorted(pools) for q in self.policies_on.get(name, ()))
+        runs = [r for name in sorted(pools) for r in self.running.get(name, {}).values()]
+        running = start_ranks([Running(r.id, r.subject, r.pool, r.preemptible, r.holds, r.started_at)
+                               for r in sorted(runs, key=lambda r: r.id)])
+        subjects = sorted({q.subject for q in policies})
+        waits = sorted((w for s in subjects for w in self.waiting.get(s, {}).values()), key=_rank)  # unique
+        requests = [w.request for w in waits]
+        if self.bound_classes:
+            requests = _bounded(requests, chosen, running, self.problem)
+        return Problem(chosen, policies, tuple(requests), tuple(running))
+
+    def apply(self, now: int, solution: Solution, durations: Mapping[str, int | None]) -> set[str]:
+        """Start what the solution admits, stop what it preempts (who then waits
+        again); the pools of the subjects whose work waits again."""
+        requeued: set[str] = set()
+        for name in sorted(solution.preempted):
+            run = next((found for runs in self.running.values() if (found := runs.get(name)) is not None), None)
+            if run is None:
+                continue
+            del self.running[run.pool][name]
+            run.stopped = now
+            self.requeued += 1
+            rank = run.rank if run.rank is not None else REQUEUED_RANK + self.requeued
+            request = Request(run.id, run.subject, dict(run.holds), run.preemptible, rank)
+            self.add_wait(Wait(request, now, preempted=True))
+            requeued |= self.pools_of_subject.get(run.subject, set())
+        for rid in sorted(solution.admitted):
+            policy = self.by_policy[solution.admitted[rid]]
+            wait = self.waiting.get(policy.subject, {}).pop(rid, None)
+            if wait is None:
+                continue
+            wait.start, wait.outcome = now, STARTED
+            duration = durations.get(rid)
+            self.add_run(Run(rid, wait.request.requester, policy.pool, policy.name, wait.request.demand,
+                             wait.request.preemptible, now, None if duration is None else now + duration,
+                             initial=False, started_at=self.t0 + timedelta(seconds=now), rank=wait.request.rank))
+        return requeued
+
+    def plan(self, pools: set[str], now: int, durations: Mapping[str, int | None]) -> tuple[bool, set[str]]:
+        """Plan these pools again at ``now``: (planned, pools to plan again because
+        work preempted here waits for them). Not planned when nothing could start."""
+        problem = self.part(pools)
+        if not problem.requests:
+            return False, set()
+        return True, self.apply(now, self.replan(problem), durations)
+
+
+def _rank(wait: Wait) -> int:
+    return wait.request.rank
+
+
+def _room(pools: tuple[Pool, ...], running: list[Running], requests: list[Request],
+          problem: Problem) -> dict[str, dict[str, int]]:
+    """Per pool and metered key, the most any plan could hand out there: the free
+    units plus what the allocations it may preempt hold. A victim must be
+    preemptible and borrow (docs/planning.md#reserved-share-and-borrowing), and
+    the tiers only preempt an allocation for a request of a higher priority, or
+    for one inside its policy's free reserved share (then any borrower)."""
+    part = Problem(pools, tuple(q for q in problem.policies if any(q.pool == p.name for p in pools)), (),
+                   tuple(running))
+    borrowed = borrowed_parts(part)
+    top: dict[str, int] = {}           # pool -> the highest priority a waiting request has there
+    in_share: set[str] = set()         # pools where a waiting request may fit its free reserved share
+    held: dict[str, dict[str, int]] = {}
+    for alloc in running:
+        mine = held.setdefault(f"{alloc.subject}@{alloc.pool}", {})
+        for k, v in alloc.holds.items():
+            mine[k] = mine.get(k, 0) + v
+    names = {p.name for p in pools}
+    seen: set[tuple] = set()
+    for request in requests:
+        shape = (request.requester, id(request.demand))
+        if shape in seen:
+            continue
+        seen.add(shape)
+        for q in part.policies_of(request.requester):
+            if q.pool not in names:
+                continue
+            top[q.pool] = max(top.get(q.pool, q.priority), q.priority)
+            if q.reserved and q.pool not in in_share:
+                mine = held.get(f"{q.subject}@{q.pool}", {})
+                metered = part.pool(q.pool).capacity
+                if all(v <= q.rsv(k) - mine.get(k, 0) for k, v in request.demand.items() if v > 0 and k in metered):
+                    in_share.add(q.pool)
+    room: dict[str, dict[str, int]] = {}
+    for pool in pools:
+        left = dict(pool.capacity)
+        for alloc in running:
+            if alloc.pool != pool.name:
+                continue
+            policy = part.policy_for(alloc.subject, alloc.pool)
+            victim = (alloc.preemptible and policy is not None and any(borrowed.get(alloc.name, {}).values())
+                      and (pool.name in in_share or policy.priority < top.get(pool.name, policy.priority)))
+            if not victim:
+                for k, v in alloc.holds.items():
+                    if k in left:
+                        left[k] -= v
+        room[pool.name] = left
+    return room
+
+
+def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Running],
+             problem: Problem) -> list[Request]:
+    """Only as many of each class of identical requests (requester, demand,
+    preemptible) as could ever be admitted at once: per pool of the requester,
+    what fits in its ``_room``. The optimal strategy hands a class's admissions out
+    by arrival rank, so the members left out could never be chosen: the plan is the
+    same, only smaller (a class that fits nowhere is left out whole)."""
+    if not requests:
+        return requests
+    room = _room(pools, running, requests, problem)
+    kept: list[Request] = []
+    counts: dict[tuple, int] = {}
+    limits: dict[tuple, int] = {}
+    shapes: dict[int, tuple] = {}   # requests share their demand dicts: one sorted tuple per dict
+    for request in requests:
+        shape = shapes.get(id(request.demand))
+        if shape is None:
+            shape = shapes[id(request.demand)] = tuple(sorted(request.demand.items()))
+        key = (request.requester, shape, request.preemptible)
+        if key not in limits:
+            total = 0
+            for q in problem.policies_of(request.requester):
+                left = room.get(q.pool)
+                if left is None:
+                    continue
+                fits = [left[k] // v for k, v in request.demand.items() if v > 0 and k in left]
+                total += max(0, min(fits)) if fits else len(requests)
+            limits[key] = total
+        if counts.get(key, 0) < limits[key]:
+            counts[key] = counts.get(key, 0) + 1
+            kept.append(request)
+    return kept
+
+
+def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: int,
+                 durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False) -> Rolled:
+    """Roll ``problem`` forward from the plan ``first`` (what the plan decides now).
+
+    ``durations``: request id or running allocation name -> seconds (None:
+    unknown). ``horizon``: seconds; nothing starts after it. ``bound_classes``:
+    hand the planner only the members of each class of identical requests that
+    could be admitted (exact for the optimal strategy, see ``_bounded``)."""
+    world = _World(problem, t0, replan, bound_classes)
+    notes: list[str] = []
+    policy_of = {(q.subject, q.pool): q.name for q in problem.policies}
+    for alloc in sorted(problem.running, key=lambda a: a.name):
+        duration = durations.get(alloc.name)
+        if alloc.started_at is None:
+            start = 0
+            notes.append(f"allocation {alloc.name} has no started_at: its run is counted from the forecast's start")
+        else:
+            start = int((alloc.started_at - t0).total_seconds())
+        end = None if duration is None else max(start + duration, 0)
+        world.add_run(Run(alloc.name, alloc.subject, alloc.pool, policy_of.get((alloc.subject, alloc.pool)),
+                          alloc.holds, alloc.preemptible, start, end, initial=True, started_at=alloc.started_at))
+    for request in problem.requests:
+        world.add_wait(Wait(request, 0))
+    world.apply(0, first, durations)
+
+    rolled = Rolled(world.runs, world.waits, horizon, notes=notes)
+    while world.ends and world.ends[0][0] <= horizon:
+        now = world.ends[0][0]
+        touched: set[str] = set()
+        while world.ends and world.ends[0][0] == now:
+            _, pool, rid = heapq.heappop(world.ends)
+            run = world.running.get(pool, {}).get(rid)
+            if run is None or run.end != now or run.stopped is not None:
+                continue  # preempted before it ended
+            del world.running[pool][rid]
+            touched.add(pool)
+        rolled.events += 1
+        done: set[str] = set()
+        while touched:   # preempted work waits again: plan the pools it may use too
+            planned, again = world.plan(touched, now, durations)
+            rolled.replans += planned
+            rolled.skipped += not planned
+            done |= touched
+            touched = again - done
+    for subject, waits in world.waiting.items():
+        pools = world.pools_of_subject.get(subject, set())
+        more = any(r.end is not None for name in pools for r in world.running.get(name, {}).values())
+        for wait in waits.values():
+            wait.outcome = AFTER_HORIZON if more else NEVER
+    return rolled

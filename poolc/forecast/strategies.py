@@ -1,0 +1,73 @@
+"""The plan's own strategy, as the forecast's ``replan(problem) -> Solution``.
+
+At each completion the forecast plans the freed capacity again the way the plan
+was made: ``optimal`` with the same tiers (the planner on the reduced problem),
+``zenml`` with the reconciler, ``kueue`` by letting Kueue's scheduler go on from
+what runs (the very Kueue objects and Jobs apply writes, rendered once).
+"""
+
+from __future__ import annotations
+
+from ..domain.naming import local_queue_name, priority_class_name
+from ..domain.problem import Problem
+from ..kueuesim import Workload, simulate
+from ..model import KubernetesComponent
+from ..plan import PlanResult
+from ..planner import kueue as replaying
+from ..planner.solution import Solution
+from ..runtime import Replay, kueue_solution, running_workloads
+from ..targets import kubernetes, kueue
+from ..targets.context import TargetContext
+from .rollforward import Replan
+
+
+def replanner(result: PlanResult) -> Replan:
+    strategy = result.solution.strategy
+    if strategy == "zenml":
+        from ..planner import zenml
+
+        return zenml.solve
+    from ..planner import optimal
+
+    if strategy == "kueue":
+        return _kueue(result, optimal.solve)
+    return optimal.solve
+
+
+def _kueue(result: PlanResult, optimal: Replan) -> Replan:
+    """Kueue's scheduler from the state the forecast is in: what runs is admitted,
+    what waits is pending in its Job's queue. Work that is not a Job (SageMaker
+    steps) is planned as the optimal strategy would, as in the plan."""
+    ctx = TargetContext.of(result.validation.config, result.plan, result.validation.requests)
+    objects = kueue.cluster_objects(ctx)
+    jobs = kubernetes.jobs(ctx)
+    priorities = replaying.priority_values(objects)
+
+    def replan(problem: Problem) -> Solution:
+        arrival = {r.id: r.rank for r in problem.requests}
+        pending = {r.id: jobs[r.id] for r in problem.requests if r.id in jobs}
+        # only the queues of this problem's pools: the others' quota is not in it
+        queues = {local_queue_name(q.name, flag) for q in problem.policies for flag in (False, True)}
+        workloads = [w for w in replaying.workloads(objects, pending, arrival, running_workloads(ctx, problem))
+                     if w.queue_name in queues]
+        for request in problem.requests:
+            if request.id in jobs:
+                continue
+            component = ctx.component(request.requester)
+            policies = problem.policies_of(request.requester)
+            if not isinstance(component, KubernetesComponent) or not policies:
+                continue
+            # preempted work that is not a step's Job: back in its subject's first queue
+            workloads.append(Workload(
+                name=request.id, namespace=component.namespace,
+                queue_name=local_queue_name(policies[0].name, request.preemptible),
+                priority=priorities.get(priority_class_name(policies[0].priority), 0),
+                requests=replaying.holds_requests(request.demand), created=request.rank))
+        simulation = simulate(objects, workloads)
+        on_kueue = {r.id for r in problem.requests if r.id in jobs or r.id in simulation.outcomes}
+        elsewhere = tuple(r for r in problem.requests if r.id not in on_kueue)
+        others = optimal(Problem(problem.pools, problem.policies, elsewhere, problem.running)) if elsewhere \
+            else Solution("optimal", {})
+        return kueue_solution(Replay(objects, simulation, {}), others, on_kueue, {a.name for a in problem.running})
+
+    return replan

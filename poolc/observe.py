@@ -1,0 +1,309 @@
+"""The state as the cluster reports it: `state import` writes it, `plan --observed` plans on it.
+
+Given the state file's content and the cluster's reports (``poolc.reports``), this
+works out the state the cluster implies, without writing anything:
+
+- a step the cluster **runs** keeps (or gains) its allocation, with the cluster's
+  start time; the pool and policy are those of the ClusterQueue Kueue admitted it
+  through, or the ``POOLC_POOL``/``POOLC_POLICY`` of its SageMaker body;
+- a step whose job **finished** (Workload ``Finished=True``; SageMaker ``Completed``,
+  ``Failed`` or ``Stopped``) leaves, and is recorded as finished with the inputs it
+  ran with, as `poolc state rm` does: it is not planned again until they change;
+- a step whose job is **pending** (evicted, preempted, deactivated, not admitted yet)
+  leaves and is planned again;
+- a step on a reported target that the report does not mention at all leaves;
+- a **foreign** Workload (no poolc labels) admitted through one of poolc's
+  ClusterQueues becomes an external allocation of that queue's policy and pool,
+  named by the workload, so plans count what it holds.
+
+Contradictions (a step reported by both targets, a step that runs twice) are
+errors; so is an empty report for a target that holds running allocations, unless
+the caller accepts it (``allow_empty``: a wrong kubectl context looks the same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import diagnostics as d
+from .config import Config
+from .diagnostics import Diagnostic
+from .domain.naming import cluster_queue_name, dns_label, step_label
+from .model import Allocation, KubernetesComponent, SageMakerComponent
+from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, Report
+from .requests import StepRequest, step_inputs
+from .state import INPUTS_LABEL, STEP_LABEL, StateRead, format_time, new_allocation, state_dict
+
+# Marks an allocation the import made for work poolc did not write (a foreign Workload).
+EXTERNAL_LABEL = "poolc.dev/external"
+POLICY_LABEL = "poolc.dev/policy"
+
+
+@dataclass
+class Observed:
+    """The state the reports imply, and what changed against the state file."""
+
+    state: dict[str, Any]
+    allocations: list[Allocation]
+    finished: dict[str, str]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)        # pending again, or no longer reported
+    kept: list[str] = field(default_factory=list)
+    completed: list[str] = field(default_factory=list)      # step ids recorded as finished
+    external: list[str] = field(default_factory=list)       # foreign workloads' allocations
+
+    @property
+    def ok(self) -> bool:
+        return not any(x.severity == "error" for x in self.diagnostics)
+
+
+def _at(item: Observation, rule: d.Rule, message: str) -> Diagnostic:
+    return Diagnostic(item.file, *item.span, rule.id, rule.severity, f"{item.where}: {message}")
+
+
+def _components(config: Config) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for entry in config.stacks.values():
+        found.setdefault(entry.obj.spec.orchestrator.name, entry.obj.spec.orchestrator)
+        for component in entry.obj.spec.step_operators:
+            found.setdefault(component.name, component)
+    return found
+
+
+def _target(component: object) -> str | None:
+    if isinstance(component, KubernetesComponent):
+        return KUEUE
+    if isinstance(component, SageMakerComponent):
+        return SAGEMAKER
+    return None
+
+
+def external_name(workload: str) -> str:
+    """The allocation of a foreign Workload ``namespace/name``: ``wl-<namespace>--<name>``
+    as a DNS-1123 label (cut with a digest past 63 characters)."""
+    namespace, _, name = workload.partition("/")
+    return dns_label(f"wl-{namespace}--{name}" if name else f"wl-{namespace}")
+
+
+def _queues(config: Config, components: Mapping[str, object]) -> dict[str, tuple[str, str, str, bool]]:
+    """ClusterQueue name -> (policy, pool, subject, preemptible) of every Kubernetes policy."""
+    found = {}
+    for name, entry in sorted(config.policies.items()):
+        spec = entry.obj.spec
+        if isinstance(components.get(spec.subject), KubernetesComponent):
+            for preemptible in (False, True):
+                found[cluster_queue_name(name, preemptible)] = (name, spec.pool, spec.subject, preemptible)
+    return found
+
+
+def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
+                  current: Mapping[str, str]) -> dict[str, Observation]:
+    """The entry that speaks for each step: the running one, else a pending one, else a
+    finished one (one that ran the step's current inputs first). A step reported by
+    both targets is an error; so is one running twice, unless exactly one of the two
+    runs the current inputs (an old Job not yet deleted: a warning)."""
+    by_step: dict[str, list[Observation]] = {}
+    for item in items:
+        if item.step is not None:
+            by_step.setdefault(item.step, []).append(item)
+    chosen = {}
+    for step, found in sorted(by_step.items()):
+        kinds = {x.kind for x in found}
+        if len(kinds) > 1:
+            problems.append(_at(found[-1], d.O001, f"step {step} is reported both by Kueue ({_names(found, KUEUE)}) "
+                                "and by SageMaker (" + _names(found, SAGEMAKER) + "); a step runs on one target"))
+            continue
+        found = sorted(found, key=lambda x: x.inputs != current.get(step))   # the current inputs first
+        running = [x for x in found if x.status == RUNNING]
+        if len(running) > 1:
+            if running[0].inputs == current.get(step) and running[1].inputs != current.get(step):
+                problems.append(_at(running[1], d.O002, f"an older Job of step {step} still runs beside "
+                                    f"{running[0].where}; the current one counts: delete the old one"))
+            else:
+                problems.append(_at(running[-1], d.O001, f"step {step} runs twice ({_names(running, None)}); "
+                                    "stop one of them, poolc does not guess which one the plan should count"))
+                continue
+        pending = [x for x in found if x.status == PENDING]
+        chosen[step] = (running or pending or found)[0]
+    return chosen
+
+
+def _names(items: Iterable[Observation], kind: str | None) -> str:
+    return ", ".join(f"{x.where} in {x.file}" for x in items if kind is None or x.kind == kind)
+
+
+def observe(state: StateRead, reports: Sequence[Report], config: Config, requests: Sequence[StepRequest], *,
+            allow_empty: bool = False) -> Observed:
+    """The state ``reports`` imply (module doc). Never raises on report content."""
+    problems: list[Diagnostic] = [x for r in reports for x in r.diagnostics]
+    components = _components(config)
+    steps = {r.id: r for r in requests}
+    target_of = {r.id: _target(components.get(r.requester or "")) for r in requests}
+    queues = _queues(config, components)
+    reported = {r.kind for r in reports if r.kind is not None}
+    items = [o for r in reports for o in r.observations]
+
+    allocations = {a.metadata.name: a for a in state.allocations}
+    finished = dict(state.finished)
+    observed = Observed({}, [], finished, problems)
+    by_label = {step_label(s): s for s in steps}
+
+    def owner(alloc: Allocation) -> str | None:
+        if alloc.spec.step is not None:
+            return alloc.spec.step
+        label = alloc.metadata.labels.get(STEP_LABEL)
+        return by_label.get(label) if label else None
+
+    def target_of_allocation(alloc: Allocation) -> str | None:
+        if alloc.metadata.labels.get(EXTERNAL_LABEL):
+            return alloc.metadata.labels[EXTERNAL_LABEL]
+        step = owner(alloc)
+        return target_of.get(step) if step else None
+
+    for report in reports:
+        if report.kind is not None and report.ok and report.entries == 0 and not allow_empty:
+            held = sorted(n for n, a in allocations.items() if target_of_allocation(a) == report.kind)
+            if held:
+                problems.append(Diagnostic(report.file, 1, 1, 1, 1, d.O003.id, d.O003.severity,
+                                           f"the {report.kind} report lists nothing, but the state holds "
+                                           f"{len(held)} running allocation(s) there ({', '.join(held[:5])}); a "
+                                           "wrong kubectl context or AWS region looks the same: check it, or "
+                                           "give --allow-empty if nothing runs"))
+
+    chosen = _one_per_step(items, problems, {r.id: step_inputs(r) for r in requests})
+    for step, item in sorted(chosen.items()):
+        if step not in steps:
+            problems.append(_at(item, d.O002, f"step {step} is not in the inputs given; ignored"))
+    if not observed.ok:
+        return observed
+    mine = {name: owner(a) for name, a in allocations.items()}
+    step_allocations: dict[str, list[str]] = {}
+    for name, owned in mine.items():
+        if owned is not None:
+            step_allocations.setdefault(owned, []).append(name)
+
+    for step, item in sorted(chosen.items()):
+        request = steps.get(step)
+        if request is None:
+            continue
+        label = step_label(step)
+        held = step_allocations.get(step, [])
+        if item.status in (FINISHED, PENDING):
+            recorded = next((allocations[n].metadata.labels.get(INPUTS_LABEL) for n in held
+                             if allocations[n].metadata.labels.get(INPUTS_LABEL)), None)
+            for name in held:
+                allocations.pop(name, None)
+                observed.removed.append(name)
+            if item.status == FINISHED:
+                finished[label] = item.inputs or recorded or step_inputs(request)
+                observed.completed.append(step)
+            else:
+                finished.pop(label, None)
+            continue
+        finished.pop(label, None)
+        if held:
+            for name in held:
+                current = allocations[name]
+                if item.started_at is not None:
+                    spec = current.spec.model_copy(update={"started_at": format_time(item.started_at)})
+                    allocations[name] = current.model_copy(update={"spec": spec})
+                observed.kept.append(name)
+            continue
+        placed = _placement(item, request, queues, config)
+        if isinstance(placed, str):
+            problems.append(_at(item, d.O002, placed))
+            continue
+        if placed is None or request.requester is None:
+            continue   # unmanaged: it runs outside every pool
+        alloc = new_allocation(step, request.requester, placed[0], placed[1], request.preemptible, request.demand,
+                               started_at=item.started_at, inputs=item.inputs or step_inputs(request))
+        allocations[alloc.metadata.name] = alloc
+        observed.added.append(alloc.metadata.name)
+
+    # poolc's allocations on a reported target that the cluster no longer mentions
+    for name in sorted(allocations):
+        owned = mine.get(name)
+        if owned is None or owned in chosen or owned not in steps:
+            continue
+        if target_of.get(owned) in reported:
+            del allocations[name]
+            observed.removed.append(name)
+
+    if KUEUE in reported:
+        _foreign(items, queues, allocations, observed)
+    observed.allocations = [allocations[n] for n in sorted(allocations)]
+    observed.state = state_dict(state, observed.allocations, finished)
+    for bucket in (observed.added, observed.removed, observed.kept, observed.completed, observed.external):
+        bucket.sort()
+    return observed
+
+
+def _placement(item: Observation, request: StepRequest, queues: Mapping[str, tuple[str, str, str, bool]],
+               config: Config) -> tuple[str, str] | str | None:
+    """(pool, policy) a step the cluster runs holds, None for unmanaged work, or why it
+    cannot be placed."""
+    if item.kind == KUEUE:
+        if item.queue is None:
+            return None
+        found = queues.get(item.queue)
+        if found is None:
+            return (f"step {request.id} runs through ClusterQueue {item.queue}, which is no queue of a poolc "
+                    "policy; ignored")
+        return found[1], found[0]
+    if item.pool and item.policy:
+        policy = config.policies.get(item.policy)
+        if policy is None or policy.obj.spec.pool != item.pool:
+            return (f"step {request.id} runs under policy {item.policy} on pool {item.pool}, which the inputs "
+                    "do not define; ignored")
+        return item.pool, item.policy
+    return None
+
+
+def _foreign(items: Iterable[Observation], queues: Mapping[str, tuple[str, str, str, bool]],
+             allocations: dict[str, Allocation], observed: Observed) -> None:
+    """Admitted Workloads poolc did not write, through one of its ClusterQueues."""
+    before = {n for n, a in allocations.items() if a.metadata.labels.get(EXTERNAL_LABEL) == KUEUE}
+    now = set()
+    for item in items:
+        if item.step is not None or item.status != RUNNING or item.queue is None or item.queue not in queues:
+            continue
+        policy, pool, subject, preemptible = queues[item.queue]
+        name = external_name(item.name)
+        spec: dict[str, object] = {"subject": subject, "pool": pool, "preemptible": preemptible,
+                                   "holds": dict(item.holds)}
+        if item.started_at is not None:
+            spec["started_at"] = format_time(item.started_at)
+        alloc = Allocation.model_validate({
+            "apiVersion": "poolc/v1", "kind": "Allocation",
+            "metadata": {"name": name, "labels": {EXTERNAL_LABEL: KUEUE, POLICY_LABEL: policy},
+                         "description": f"Workload {item.name}, admitted through ClusterQueue {item.queue}; "
+                                        "not written by poolc"},
+            "spec": spec})
+        if name in allocations and name not in before:
+            continue   # a name poolc's own allocation has: never replaced
+        now.add(name)
+        (observed.kept if name in before else observed.added).append(name)
+        allocations[name] = alloc
+        observed.external.append(name)
+    for name in sorted(before - now):
+        del allocations[name]
+        observed.removed.append(name)
+
+
+def as_state_read(state: StateRead, observed: Observed) -> StateRead:
+    """The StateRead a plan starts from when it plans against what the cluster reports."""
+    return state._replace(allocations=observed.allocations, finished=dict(sorted(observed.finished.items())),
+                          diagnostics=[*state.diagnostics, *observed.diagnostics], missing=False)
+
+
+def observe_files(state: StateRead, files: Sequence[str], config: Config,
+                  requests: Sequence[StepRequest]) -> StateRead:
+    """The state a plan starts from with ``plan --observed FILE...``: each file's kind
+    is recognised from its content; report errors make the state unreadable."""
+    from .reports import load_report
+
+    observed = observe(state, [load_report(file) for file in files], config, requests)
+    return as_state_read(state, observed)

@@ -1,0 +1,92 @@
+"""A ZenML run configuration (the YAML ``zenml pipeline run --config`` reads), read as
+ZenML 0.98's PipelineRunConfiguration reads it: ``settings.resources`` for the
+pipeline, ``steps.<step>.settings.resources`` and ``steps.<step>.step_operator`` for a
+step. Every other key (``enable_cache``, ``settings.docker``, ``orchestrator.<flavor>``
+settings, ``parameters``, ...) is accepted and ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import diagnostics as d
+from ..load import Document, load_plain
+from .found import Found, FoundStep, Layer, Place
+
+
+def _place(doc: Document, path: tuple[str | int, ...], *, key: bool = False) -> Place:
+    return Place(doc.file, doc.span(path, key=key))
+
+
+def _layer(doc: Document, path: tuple[str | int, ...], found: Found) -> Layer | None:
+    """The ResourceSettings at ``path`` (a mapping), or None with C005."""
+    value = _get(doc.data, path)
+    if not isinstance(value, dict):
+        found.diagnostics.append(_place(doc, path).diagnostic(
+            d.C005, f"{'.'.join(map(str, path))} must be a mapping of ResourceSettings fields, not "
+            f"{type(value).__name__}"))
+        return None
+    places = {sub[len(path):]: Place(doc.file, span) for sub, span in doc.values.items()
+              if sub[:len(path)] == path and len(sub) > len(path)}
+    keys = {sub[len(path):]: Place(doc.file, span) for sub, span in doc.keys.items()
+            if sub[:len(path)] == path and len(sub) > len(path)}
+    return Layer(dict(value), places, _place(doc, path, key=True), keys)
+
+
+def _get(data: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def read(path: str) -> Found:
+    """The layers and steps of one run configuration."""
+    found = Found(knows_steps=False)
+    doc, problems = load_plain(path)
+    if doc is None:
+        found.diagnostics.extend(Place(x.file, (x.line, x.column, x.end_line, x.end_column)).diagnostic(
+            d.C001 if x.rule == "Y001" else d.RULES[x.rule], x.message) for x in problems)
+        return found
+    data = doc.data
+    if not isinstance(data, dict):
+        found.diagnostics.append(Place(path, doc.start).diagnostic(
+            d.C005, "a ZenML run configuration is a mapping (settings:, steps:, ...)"))
+        return found
+    settings = data.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        found.diagnostics.append(_place(doc, ("settings",)).diagnostic(d.C005, "settings must be a mapping"))
+    elif isinstance(settings, dict) and "resources" in settings:
+        layer = _layer(doc, ("settings", "resources"), found)
+        if layer is not None:
+            found.pipeline_layers.append(layer)
+    steps = data.get("steps")
+    if steps is None:
+        return found
+    if not isinstance(steps, dict):
+        found.diagnostics.append(_place(doc, ("steps",)).diagnostic(
+            d.C005, "steps must be a mapping of step names to their configuration"))
+        return found
+    for name, config in steps.items():
+        step = FoundStep(name, _place(doc, ("steps", name), key=True))
+        found.steps[name] = step
+        if not isinstance(config, dict):
+            found.diagnostics.append(_place(doc, ("steps", name)).diagnostic(
+                d.C005, f"steps.{name} must be a mapping (settings:, step_operator:, ...)"))
+            continue
+        step_settings = config.get("settings")
+        if step_settings is not None and not isinstance(step_settings, dict):
+            found.diagnostics.append(_place(doc, ("steps", name, "settings")).diagnostic(
+                d.C005, f"steps.{name}.settings must be a mapping"))
+        elif isinstance(step_settings, dict) and "resources" in step_settings:
+            layer = _layer(doc, ("steps", name, "settings", "resources"), found)
+            if layer is not None:
+                step.layers.append(layer)
+        if "step_operator" in config:
+            operator = config["step_operator"]
+            where = _place(doc, ("steps", name, "step_operator"))
+            if isinstance(operator, str) and operator:
+                step.step_operator, step.step_operator_at = operator, where
+            else:
+                found.diagnostics.append(where.diagnostic(
+                    d.C005, f"step_operator must name a step operator of the pipeline's stack, not "
+                    f"{operator!r} (poolc needs the component's name to know the requester)"))
+    return found
