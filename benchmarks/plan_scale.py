@@ -10,7 +10,10 @@ allocations filling each pool to 50-100% (many beyond their reserved share, so
 preemption matters) and 10,000 pending requests, far more than fits. Each
 component submits 4-8 kinds of steps (shape, preemptible); `--any-shape` lets
 every request pick any of the 40 shapes instead (about 1,000 request classes, a
-much harder instance). The Problem is built directly, no YAML involved.
+much harder instance); `--generator heavy-tailed` gives each component 30 of 300
+platform shapes, each with its own fixed preemptible flag, drawn Zipf(1.2) (a few
+shapes most of the time, a long tail of rare ones: 281 classes at 1,000 requests,
+448 at 10,000). The Problem is built directly, no YAML involved.
 """
 
 from __future__ import annotations
@@ -131,8 +134,36 @@ def seed_range(text: str, sep: str = ",") -> list[int]:
     return out
 
 
+GENERATORS = ("repertoire", "any-shape", "heavy-tailed")
+HEAVY_SHAPES, HEAVY_PER_TEAM, HEAVY_ZIPF = 300, 30, 1.2
+
+
+def heavy_tailed(rng: random.Random, subjects: list[str]) -> dict[str, list[tuple[dict[str, int], bool]]]:
+    """Per team, its 30 (shape, preemptible) kinds out of 300 platform shapes, most
+    used first. A step's resources and preemptible flag are fixed in pipeline code,
+    so the flag belongs to the shape; sweeps repeat a few steps many times, so a
+    team's draws are Zipf(1.2) over its kinds (`zipf_weights`)."""
+    shapes = [(shape, rng.random() < 0.85) for shape in make_shapes(rng, HEAVY_SHAPES)]
+    return {s: rng.sample(shapes, HEAVY_PER_TEAM) for s in subjects}
+
+
+def zipf_weights(count: int, exponent: float = HEAVY_ZIPF) -> list[float]:
+    """Cumulative weights of ranks 1..count under Zipf(exponent), for ``rng.choices``."""
+    out, total = [], 0.0
+    for k in range(1, count + 1):
+        total += k ** -exponent
+        out.append(total)
+    return out
+
+
 def make_problem(seed: int, n_pools: int = 20, components: int = 15, per: int = 4, n_shapes: int = 40,
-                 n_running: int = 500, n_requests: int = 10_000, any_shape: bool = False) -> Problem:
+                 n_running: int = 500, n_requests: int = 10_000, any_shape: bool = False,
+                 generator: str | None = None) -> Problem:
+    """``generator``: one of GENERATORS (default: ``any-shape`` if ``any_shape``, else
+    ``repertoire``); the first two draw the same numbers as before it existed."""
+    generator = generator or ("any-shape" if any_shape else "repertoire")
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown generator {generator!r}; one of {', '.join(GENERATORS)}")
     rng = random.Random(seed)
     pools = make_pools(rng, n_pools)
     policies = make_policies(rng, pools, components, per)
@@ -143,12 +174,16 @@ def make_problem(seed: int, n_pools: int = 20, components: int = 15, per: int = 
     repertoire = {s: [(shape, rng.random() < 0.85) for shape in rng.sample(shapes, rng.randint(4, 8))]
                   for s in sorted({q.subject for q in policies})}
     subjects = sorted(repertoire)
+    heavy = heavy_tailed(rng, subjects) if generator == "heavy-tailed" else {}
+    cum = zipf_weights(HEAVY_PER_TEAM)
     requests = []
     for rank in range(n_requests):
         who = rng.choice(subjects)
         shape, preemptible = rng.choice(repertoire[who])
-        if any_shape:
+        if generator == "any-shape":
             shape, preemptible = rng.choice(shapes), rng.random() < 0.85
+        elif heavy:
+            shape, preemptible = rng.choices(heavy[who], cum_weights=cum)[0]
         requests.append(Request(f"pipe-{rank // 20:04d}/step-{rank % 20:02d}", who, dict(shape),
                                 preemptible, rank))
     return Problem(tuple(pools), tuple(policies), tuple(requests), tuple(running))
@@ -172,6 +207,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--running", type=int, default=500)
     ap.add_argument("--any-shape", action="store_true",
                     help="requests pick any shape, not their component's repertoire (harder)")
+    ap.add_argument("--generator", choices=GENERATORS,
+                    help="repertoire (default), any-shape (as --any-shape) or heavy-tailed (300 shapes, "
+                         "30 per team, Zipf(1.2) draws)")
     ap.add_argument("--max-deterministic-time", type=float, default=60.0,
                     help="CP-SAT deterministic-time budget of the optimal strategy")
     ap.add_argument("--progress", action="store_true", help="print each optimal tier as it is solved")
@@ -179,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
 
     t = time.perf_counter()
     problem = make_problem(args.seed, n_running=args.running, n_requests=args.requests,
-                           any_shape=args.any_shape)
+                           any_shape=args.any_shape, generator=args.generator)
     built = time.perf_counter() - t
     classes = len({(r.requester, tuple(sorted(r.demand.items())), r.preemptible) for r in problem.requests})
     print(f"platform: {len(problem.pools)} pools, {len(problem.policies)} policies, "

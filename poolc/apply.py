@@ -89,10 +89,12 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
 def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None,
                 plan_file: str | None = None, check: bool = False,
                 progress: Callable[[str], None] | None = None, strategy: str = "optimal",
-                now: str | None = None) -> ApplyResult:
+                now: str | None = None, submit: str = "gate") -> ApplyResult:
     """Plan, render and (unless ``check``) write; see the module docstring.
     ``now``: when the new allocations start (RFC 3339; default SOURCE_DATE_EPOCH,
-    else the clock)."""
+    else the clock). ``submit``: "gate" (default: Jobs only for the steps the plan
+    allocates, queued ones under kubernetes/queued/, stop objects for its victims)
+    or "all" (every Job to Kueue, which decides); a saved plan's own mode wins."""
     from .lock import state_lock
     from .state import DEFAULT_STATE
     from .transaction import pending_journal
@@ -105,7 +107,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
             result.refused = problem
             return result
     if check:
-        _compute(result, paths, output_dir, saved, progress, strategy, now)
+        _compute(result, paths, output_dir, saved, progress, strategy, now, submit)
         journal = pending_journal(result.state_path)
         if result.ok and journal is not None:
             result.stale.append(journal)   # an interrupted apply: the next apply finishes or undoes it
@@ -113,7 +115,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     with state_lock(result.state_path):
         _recover(result, output_dir)
         remove_stale_temps(result.state_path, locked=True)   # of a `state rm`/`import` killed at its rename
-        _compute(result, paths, output_dir, saved, progress, strategy, now)
+        _compute(result, paths, output_dir, saved, progress, strategy, now, submit)
         if result.ok and result.stale:
             _commit(result, output_dir)
     return result
@@ -140,13 +142,14 @@ def _commit(result: ApplyResult, output_dir: str) -> None:
 
 
 def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: Plan | None,
-             progress: Callable[[str], None] | None, strategy: str, now: str | None) -> None:
+             progress: Callable[[str], None] | None, strategy: str, now: str | None, submit: str) -> None:
     from .plan import plan_paths
 
     if saved is not None:
         strategy = saved.solver.strategy
+        submit = saved.runtime.submit if saved.runtime is not None else submit
     planned = plan_paths(paths, state_file=result.state_path, strategy=strategy, progress=progress,
-                         output_dir=output_dir, now=now)
+                         output_dir=output_dir, now=now, submit=submit)
     result.diagnostics = planned.plan.diagnostics_list()
     result.plan = planned.plan
     if not planned.validation.ok:

@@ -222,6 +222,9 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
 
 
 PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
+SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under kubernetes/queued/), and "
+               "stop objects for the running work it preempts; all: every Job to Kueue, which then decides "
+               "(read --strategy kueue); see docs/apply.md.")
 
 
 @main.command()
@@ -231,6 +234,8 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
                    "reference reconciler, simulated; kueue: what Kueue will do with the generated objects.")
+@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+              help=SUBMIT_HELP)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Where apply writes the files, to show their diffs (default: the state's record).")
@@ -249,9 +254,9 @@ PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
 @quiet_option
 @color_option
 @guarded
-def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file: str | None, output_dir: str | None,
-         observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, verbose: bool, forecast: bool, horizon: str,
-         instance_prices: str | None, quiet: bool, no_color: bool) -> None:
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: str, out_file: str | None,
+         output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, verbose: bool,
+         forecast: bool, horizon: str, instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
     Exit 0 ok, 1 when any error diagnostic exists (a rejected step is one) or the
@@ -267,7 +272,8 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, out_file
     horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
     result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
-                        progress=_progress(quiet, verbose), output_dir=output_dir, observed=observed or None)
+                        progress=_progress(quiet, verbose), output_dir=output_dir, observed=observed or None,
+                        submit=submit)
     if verbose:
         click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
     _state_note(state_file, result.state.missing, quiet)
@@ -394,6 +400,8 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
               help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
               help="The planning strategy (a saved --plan names its own).")
+@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+              help=SUBMIT_HELP + " A saved --plan names its own.")
 @click.option("--now", help="Start time of the allocations this apply creates (RFC 3339; default "
                             "SOURCE_DATE_EPOCH, else the clock).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if the output or the state is stale.")
@@ -401,7 +409,7 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 @quiet_option
 @guarded
 def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, strategy: str,
-          now: str | None, check: bool, fmt: str, quiet: bool) -> None:
+          submit: str, now: str | None, check: bool, fmt: str, quiet: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
@@ -423,7 +431,8 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
                                      param_hint="--now") from None
     try:
         result = apply_paths(paths or (".",), output_dir, state_file=state_file, plan_file=plan_file,
-                             check=check, progress=_progress(quiet), strategy=strategy, now=now)
+                             check=check, progress=_progress(quiet), strategy=strategy, now=now,
+                             submit=submit)
     except (StateLockError, JournalError) as exc:
         click.echo(f"poolc: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)

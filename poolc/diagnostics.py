@@ -143,10 +143,17 @@ O003 = rule("O003", "error", "an empty report for a target with running allocati
 T001 = rule("T001", "warning", "the cluster (Kueue) will do otherwise than the plan for this step", "targets")
 N003 = rule("N003", "error", "two steps or pools map to one generated file, allocation or job name", "names")
 P007 = rule("P007", "error", "quantity too large to plan (above 10^15 in its unit)", "pools")
-T002 = rule("T002", "warning", "gpu_type that the node labels of no pool the step may use offer", "targets")
+T002 = rule("T002", "warning", "a pool a GPU step may use does not say its GPU model (gpu_type unchecked there)",
+           "targets")
 T003 = rule("T003", "warning", "Kubernetes components of different policies submit from one namespace", "targets")
 R008 = rule("R008", "error", "max_runtime beyond what the step's target allows (SageMaker: 28 days; anywhere: "
             "10^12 seconds)", "requests")
+R010 = rule("R010", "error", "no pool the step may use offers its GPU model (gpu_type)", "requests")
+R011 = rule("R011", "error", "step fits on no node of the pools it may use (multi-node steps are not supported)",
+            "requests")
+P008 = rule("P008", "error", "capacity row above what the pool's node groups hold", "pools")
+P009 = rule("P009", "error", "node groups that contradict each other or the pool (names, GPU models, labels)",
+            "pools")
 F001 = rule("F001", "error", "expected_runtime or max_runtime more than 10^6 times the forecast's horizon", "forecast")
 
 R009 = rule("R009", "warning", "ZenML 0.98 capacity class or selector (gpu_class, a demand's class or selectors): "

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .config import Config
-from .domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
-from .model import MAX_INT, Allocation, parse_timestamp
+from .domain.problem import Node, PolicyRule, Pool, Problem, Request, Running, start_ranks
+from .model import GPU_PRODUCT_LABEL, MAX_INT, Allocation, ResourcePool, parse_timestamp
 from .requests import StepRequest
 
 
@@ -25,7 +25,16 @@ def _shared_cap(capped: dict[int, dict[str, int]], units: dict[str, int]) -> dic
 
 
 def pools_of(config: Config) -> tuple[Pool, ...]:
-    return tuple(Pool(name, _capped(entry.obj.spec.capacity.units())) for name, entry in sorted(config.pools.items()))
+    return tuple(pool_of(name, entry.obj) for name, entry in sorted(config.pools.items()))
+
+
+def pool_of(name: str, pool: ResourcePool) -> Pool:
+    """A pool's capacity (from its node groups and capacity rows), labels, GPU models and nodes."""
+    spec = pool.spec
+    pool_model = (spec.node_labels or {}).get(GPU_PRODUCT_LABEL)
+    nodes = tuple(Node(g.name, _capped(g.shape()), g.model(pool_model) if g.gpu > 0 else None)
+                  for g in spec.nodes or ())
+    return Pool(name, _capped(spec.capacity_units()), dict(pool.metadata.labels), spec.gpu_models(), nodes)
 
 
 def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...]:
@@ -49,9 +58,20 @@ def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...
 def running_of(allocations: list[tuple[str, Allocation]]) -> tuple[Running, ...]:
     running = [Running(name, a.spec.subject, a.spec.pool, a.spec.preemptible,
                        dict(sorted((k, v) for k, v in a.spec.holds.items() if v > 0)),
-                       parse_timestamp(a.spec.started_at) if a.spec.started_at else None)
+                       parse_timestamp(a.spec.started_at) if a.spec.started_at else None,
+                       workload=a.spec.workload)
                for name, a in sorted(allocations)]
     return tuple(start_ranks(running))
+
+
+def request_of(step: StepRequest, rank: int, demand: dict[str, int]) -> Request:
+    """A step's request: its demand, and where it may run (docs/format.md#steering)."""
+    assert step.requester is not None
+    settings = step.settings
+    gpu_type = settings.gpu_type if settings.gpu_type and demand.get("gpu") else None
+    return Request(step.id, step.requester, demand, step.preemptible, rank, gpu_type=gpu_type,
+                   pools=tuple(settings.pools or ()),
+                   pool_selector=tuple(sorted((settings.pool_selector or {}).items())))
 
 
 def problem_from_config(config: Config, requests: list[StepRequest],
@@ -66,7 +86,7 @@ def problem_from_config(config: Config, requests: list[StepRequest],
     return Problem(
         pools=pools,
         policies=policies_of(config, by_name),
-        requests=tuple(Request(r.id, r.requester, _shared_cap(capped, r.demand), r.preemptible, rank)
+        requests=tuple(request_of(r, rank, _shared_cap(capped, r.demand))
                        for rank, r in enumerate(requests) if r.requester is not None),
         running=tuple(a for a in running_of(allocations) if a.pool in by_name),
     )

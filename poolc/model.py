@@ -28,10 +28,14 @@ from pydantic import (
 from .units import DURATION_PATTERN, QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
 
 MAX_INT = 10**12
+# The node label of a GPU model (NVIDIA GPU feature discovery's), also in domain/gpu_models.py.
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 STEP_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 STEP_ID = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
 RESOURCE_KEY = r"^[a-z][a-z0-9_]{0,62}$"
+# a namespaced Kubernetes object: <DNS-1123 label>/<DNS-1123 subdomain>
+WORKLOAD_REF = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$"
 # Keys of a capacity/reserved/limit map in the published schema. "(?![\s\S])" pins
 # the end for every regex flavour: Python's "$" alone also matches before a final
 # newline, so check-jsonschema would accept "gpu\n" (a YAML block scalar key).
@@ -241,6 +245,34 @@ def _toleration_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+class NodeGroup(Spec):
+    """Identical nodes of a pool: their shape says what one step can ever get (a step runs on one node)."""
+
+    name: Name = Field(description="Name of the node group, unique in its pool (a DNS-1123 label).")
+    count: PositiveCount = Field(description="How many such nodes the pool has (>= 1).")
+    gpu: Count = Field(description="GPUs per node (0 for CPU nodes).")
+    cpu: Annotated[float, Field(gt=0, le=MAX_INT)] = Field(description="Cores per node, may be fractional.")
+    memory: Quantity = Field(description="Memory per node, a quantity such as 512GiB.")
+    gpu_type: LabelValue | None = Field(default=None, description=(
+        "The GPU model of these nodes as their nvidia.com/gpu.product label says it, e.g. NVIDIA-A100-SXM4-80GB "
+        "(see docs/format.md#gpu-models)."))
+    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_FLAVOR_ITEMS)] | None = Field(
+        default=None, description="Labels these nodes carry besides the pool's node_labels (at most 8).")
+
+    def model(self, pool_model: str | None) -> str | None:
+        """The GPU model of these nodes: gpu_type, else their product label, else the pool's."""
+        return self.gpu_type or (self.labels or {}).get(GPU_PRODUCT_LABEL) or pool_model
+
+    def units(self) -> dict[str, int]:
+        """What the whole group adds to the pool's capacity."""
+        return {"gpu": self.count * self.gpu, "mcpu": self.count * mcpu_ceil(self.cpu),
+                "memory_mb": self.count * memory_mb_floor(self.memory)}
+
+    def shape(self) -> dict[str, int]:
+        """One node, in request keys."""
+        return {"gpu": self.gpu, "mcpu": mcpu_ceil(self.cpu), "memory_mb": memory_mb_floor(self.memory)}
+
+
 # A pool's price per unit-hour of one key (docs/forecast.md#money); YAML's .inf and
 # .nan never get here (the loader refuses them, Y009), allow_inf_nan keeps JSON out too.
 PRICE_KEY = r"^[a-z][a-z0-9_]{0,57}_hour$"
@@ -248,10 +280,17 @@ Price = Annotated[float, Field(ge=0, le=MAX_INT, allow_inf_nan=False)]
 
 
 class ResourcePoolSpec(Spec):
-    capacity: ResourceMap = Field(description=(
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _pool_schema(schema))
+
+    capacity: ResourceMap | None = Field(default=None, description=(
         "Integer units per resource key: gpu, mcpu (milli-CPU), memory_mb (decimal MB), step_run (concurrent "
         "steps) and custom keys; aliases cpu (cores) and memory (a quantity). A built-in key without a row is "
-        "unbounded; any other key without a row has capacity 0. See docs/format.md#resourcepool."))
+        "unbounded; any other key without a row has capacity 0. Required unless nodes are given; with nodes, "
+        "gpu, mcpu and memory_mb default to their sum. See docs/format.md#resourcepool."))
+    nodes: Annotated[list[NodeGroup], Field(min_length=1)] | None = Field(default=None, description=(
+        "The pool's node groups ({name, count, gpu, cpu, memory, gpu_type, labels}): the capacity of gpu, mcpu "
+        "and memory_mb defaults to their sum, the pool offers their GPU models, and every step must fit on one "
+        "node of some group. See docs/format.md#node-groups."))
     node_labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_FLAVOR_ITEMS)] | None = Field(
         default=None, description=(
             "Labels every node of this pool carries (Kubernetes label syntax, at most 8), e.g. "
@@ -262,13 +301,65 @@ class ResourcePoolSpec(Spec):
             "Kubernetes tolerations (at most 8) for the taints of this pool's nodes, e.g. {key: nvidia.com/gpu, "
             "operator: Exists, effect: NoSchedule}. They become the tolerations of the pool's Kueue "
             "ResourceFlavor, which Kueue adds to the pods it admits on the pool."))
-
-
     price: dict[Annotated[str, StringConstraints(pattern=PRICE_KEY)], Price] | None = Field(
         default=None, description=(
             "Indicative price of the pool's resources, for `poolc plan --forecast`: USD per unit-hour, keyed "
             "<key>_hour (gpu_hour, cpu_hour per core, memory_gb_hour per decimal GB, step_run_hour, or a "
             "custom key such as tensorrt_sessions_hour); finite and >= 0. See docs/forecast.md#money."))
+
+    @model_validator(mode="after")
+    def _capacity_or_nodes(self) -> ResourcePoolSpec:
+        if self.capacity is None and self.nodes is None:
+            raise ValueError("give capacity, nodes or both")
+        return self
+
+    def capacity_units(self) -> dict[str, int]:
+        """The pool's capacity in canonical keys: the node groups' sum of gpu, mcpu and
+        memory_mb, with what ``capacity`` writes over it (a written row may only be
+        smaller: the check says so), keys sorted."""
+        units: dict[str, int] = {}
+        for group in self.nodes or ():
+            for key, value in group.units().items():
+                units[key] = units.get(key, 0) + value
+        if self.capacity is not None:
+            units.update(self.capacity.units())
+        return dict(sorted(units.items()))
+
+    def gpu_models(self) -> frozenset[str] | None:
+        """The GPU models the pool's nodes offer (their nvidia.com/gpu.product values):
+        from the node groups with GPUs when each says its model (gpu_type, or the label
+        in its labels or the pool's node_labels), else from node_labels; None when the
+        pool does not say (a step's gpu_type cannot be checked there)."""
+        pool_model = (self.node_labels or {}).get(GPU_PRODUCT_LABEL)
+        if not self.nodes:
+            return frozenset({pool_model}) if pool_model else None
+        models: set[str] = set()
+        for group in self.nodes:
+            if group.gpu > 0:
+                model = group.model(pool_model)
+                if model is None:
+                    return None
+                models.add(model)
+        return frozenset(models)
+
+    def flavor_node_labels(self) -> dict[str, str]:
+        """The labels every node of the pool carries, sorted: node_labels, the labels
+        all node groups share, and the GPU model when every group has it. They become
+        the pool's ResourceFlavor nodeLabels, which Kueue adds to the pods it admits."""
+        labels = dict(self.node_labels or {})
+        if self.nodes:
+            per_group = [{**(g.labels or {}), **({GPU_PRODUCT_LABEL: m} if (m := g.model(None)) else {})}
+                         for g in self.nodes]
+            shared = set(per_group[0].items()).intersection(*(set(x.items()) for x in per_group[1:]))
+            for key, value in sorted(shared):
+                labels.setdefault(key, value)
+        return dict(sorted(labels.items()))
+
+
+def _pool_schema(schema: dict[str, Any]) -> None:
+    # capacity is required unless nodes are given (said as a missing field, not a mismatch)
+    schema["if"] = {"not": {"required": ["nodes"]}}
+    schema["then"] = {"required": ["capacity"]}
 
 
 # --- Policy ----------------------------------------------------------------------
@@ -466,6 +557,12 @@ class ResourceSettings(Shared):
         "ZenML 0.98: seconds ZenML waits for an allocation before giving up (default 3600). Not planned."))
     initialization_lease_seconds: PositiveCount | None = Field(default=None, description=(
         "ZenML 0.98: seconds ZenML keeps an allocation while the step starts (default 3600). Not planned."))
+    pools: Annotated[list[Name], Field(min_length=1)] | None = Field(default=None, description=(
+        "Pools this step prefers, best first (an ordered preference, not a requirement): among placements the "
+        "plan finds equally good it takes the earlier pool. See docs/format.md#steering."))
+    pool_selector: dict[LabelKey, LabelValue] | None = Field(default=None, description=(
+        "A requirement: the step may only run on pools whose metadata.labels carry every label given here. "
+        "See docs/format.md#steering."))
 
     @model_validator(mode="after")
     def _one_spelling(self) -> ResourceSettings:
@@ -620,6 +717,11 @@ class AllocationSpec(Spec):
         "The step this allocation runs, as <pipeline>/<step> (e.g. training/train_model): the plan counts the "
         "step as running in this allocation instead of requesting it again, whatever the allocation's name. "
         "Without it, an allocation is a step's only when its name is the one apply gives (docs/cli.md)."))
+    workload: Annotated[str, StringConstraints(pattern=WORKLOAD_REF, max_length=317)] | None = Field(
+        default=None, description=(
+            "The Kueue Workload that runs it, as <namespace>/<name> (`poolc state import --kueue` records it). "
+            "When a plan preempts the allocation, `apply` stops exactly this Workload (spec.active: false); "
+            "without it poolc cannot stop the allocation itself."))
 
 
 

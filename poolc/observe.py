@@ -23,6 +23,7 @@ the caller accepts it (``allow_empty``: a wrong kubectl context looks the same).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.naming import cluster_queue_name, dns_label, step_label
-from .model import Allocation, KubernetesComponent, SageMakerComponent
+from .model import WORKLOAD_REF, Allocation, KubernetesComponent, SageMakerComponent
 from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, Report
 from .requests import StepRequest, step_inputs
 from .state import INPUTS_LABEL, STEP_LABEL, StateRead, format_time, new_allocation, state_dict
@@ -207,9 +208,13 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
         if held:
             for name in held:
                 current = allocations[name]
+                update: dict[str, object] = {}
                 if item.started_at is not None:
-                    spec = current.spec.model_copy(update={"started_at": format_time(item.started_at)})
-                    allocations[name] = current.model_copy(update={"spec": spec})
+                    update["started_at"] = format_time(item.started_at)
+                if _workload(item) is not None:
+                    update["workload"] = _workload(item)   # what gate mode stops when a plan preempts it
+                if update:
+                    allocations[name] = current.model_copy(update={"spec": current.spec.model_copy(update=update)})
                 observed.kept.append(name)
             continue
         placed = _placement(item, request, queues, config)
@@ -219,7 +224,8 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
         if placed is None or request.requester is None:
             continue   # unmanaged: it runs outside every pool
         alloc = new_allocation(step, request.requester, placed[0], placed[1], request.preemptible, request.demand,
-                               started_at=item.started_at, inputs=item.inputs or step_inputs(request))
+                               started_at=item.started_at, inputs=item.inputs or step_inputs(request),
+                               workload=_workload(item))
         allocations[alloc.metadata.name] = alloc
         observed.added.append(alloc.metadata.name)
 
@@ -239,6 +245,11 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
     for bucket in (observed.added, observed.removed, observed.kept, observed.completed, observed.external):
         bucket.sort()
     return observed
+
+
+def _workload(item: Observation) -> str | None:
+    """A Kueue entry's Workload, ``<namespace>/<name>``, as an allocation records it."""
+    return item.name if item.kind == KUEUE and re.match(WORKLOAD_REF, item.name) else None
 
 
 def _placement(item: Observation, request: StepRequest, queues: Mapping[str, tuple[str, str, str, bool]],
@@ -276,6 +287,8 @@ def _foreign(items: Iterable[Observation], queues: Mapping[str, tuple[str, str, 
                                    "holds": dict(item.holds)}
         if item.started_at is not None:
             spec["started_at"] = format_time(item.started_at)
+        if _workload(item) is not None:
+            spec["workload"] = _workload(item)
         alloc = Allocation.model_validate({
             "apiVersion": "poolc/v1", "kind": "Allocation",
             "metadata": {"name": name, "labels": {EXTERNAL_LABEL: KUEUE, POLICY_LABEL: policy},

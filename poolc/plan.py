@@ -28,11 +28,11 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.borrowing import grant_order
-from .domain.eligibility import check_policy
+from .domain.eligibility import check_placement, check_policy
 from .domain.naming import allocation_name, step_label
 from .domain.plan import STRATEGIES, External, FileChange, Plan
 from .domain.problem import Problem, Running
-from .inputs import problem_from_config
+from .inputs import problem_from_config, request_of
 from .model import Allocation
 from .planner.plan import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
@@ -161,7 +161,8 @@ def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> 
     policy = problem.policy_for(alloc.subject, alloc.pool)
     pool = problem.find_pool(alloc.pool)
     if policy is not None and pool is not None:
-        why = check_policy(pool, policy, request.demand, request.preemptible)
+        why = (check_placement(pool, policy, request_of(request, 0, request.demand))   # model, selector, node
+               or check_policy(pool, policy, request.demand, request.preemptible))
         if why is not None:
             return f"policy {policy.name} no longer admits it: {why.sentence()}"
     return None
@@ -212,7 +213,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
     from .runtime import kueue_solution, replay
 
     waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
-    replayed = replay(config, waiting, requests, problem, running)
+    replayed = replay(config, waiting, requests, problem, running, submit="all")  # Kueue decides everything
     kubernetes_ids = {r.id for r in waiting.requests if r.id in replayed.simulation.outcomes}
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
@@ -220,7 +221,7 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
-               observed: Iterable[str] | None = None) -> PlanResult:
+               observed: Iterable[str] | None = None, submit: str = "gate") -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -231,7 +232,9 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     the one the state records), to compare them with what the plan would write.
     ``now``: the start time of the allocations an apply would create. ``observed``:
     the cluster's report files; the plan starts from the state they imply
-    (poolc.observe) instead of the state file, which is not written."""
+    (poolc.observe) instead of the state file, which is not written. ``submit``:
+    how apply hands Jobs to Kueue, "gate" (only the allocated steps' Jobs, and stop
+    objects for the victims) or "all" (every Job; Kueue decides)."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
     config = validation.config
@@ -280,12 +283,16 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     plan = _with_wait_timeouts(_with_released(assembled(solution), released), live)
     # one rendering of the targets for the runtime check and the file changes
     # (they read only which steps run and through which policy, which is final here)
-    context = TargetContext.of(validation.config, plan, live)
+    context = TargetContext.of(validation.config, plan, live, submit=submit)
     if runtime_check:
         from .runtime import replay, with_runtime
 
         plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
     plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations))
+    if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
+        from .waiting import with_waits  # only with the cycle's time given: same inputs, same plan
+
+        plan = with_waits(plan, live, resolve_now(None))
     result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
     if state.ok:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,

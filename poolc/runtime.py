@@ -21,8 +21,8 @@ from .model import KubernetesComponent
 from .planner import kueue as replaying
 from .planner.solution import Solution
 from .requests import StepRequest
-from .targets import kubernetes, kueue
-from .targets.context import TargetContext
+from .targets import kubernetes, kueue, stops
+from .targets.context import ALL, GATE, TargetContext
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +30,8 @@ class Replay:
     objects: list[dict]
     simulation: replaying.Simulation
     running_of_step: dict[str, str]
+    submit: str = GATE
+    stopped: frozenset[str] = frozenset()   # victims the stop objects stop (gone from the cluster)
 
 
 def running_workloads(ctx: TargetContext, problem: Problem) -> list[replaying.RunningWorkload]:
@@ -49,23 +51,56 @@ def running_workloads(ctx: TargetContext, problem: Problem) -> list[replaying.Ru
 
 def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem: Problem,
            running: Mapping[str, Running], batch_of: Mapping[str, int] | None = None,
-           context: TargetContext | None = None) -> Replay:
+           context: TargetContext | None = None, submit: str = GATE) -> Replay:
     """Kueue's outcome for what apply would write for ``plan``. ``running``: step id
     -> the allocation that already runs it (its Job is that admitted workload);
     ``batch_of``: request id -> the wave its Job is created in (default: all at once);
-    ``context``: the targets' context of ``plan``, when the caller renders the files too."""
-    ctx = context if context is not None else TargetContext.of(config, plan, requests)
+    ``context``: the targets' context of ``plan``, when the caller renders the files too
+    (its submit mode wins over ``submit``).
+
+    Gate mode (docs/apply.md#gate-mode-the-cluster-runs-the-plan) replays exactly what it writes: the Jobs of
+    the steps the plan allocates (queued steps' Jobs are held back), and the running
+    workloads without those the stop objects stop (deactivated: gone, not requeued)."""
+    ctx = context if context is not None else TargetContext.of(config, plan, requests, submit=submit)
     objects = kueue.cluster_objects(ctx)
     waiting = {r.id for r in plan.requests if r.status in (ALLOCATED, QUEUED) and r.id not in running}
-    jobs = {rid: job for rid, job in kubernetes.jobs(ctx).items() if rid in waiting}
+    jobs = {rid: job for rid, job in kubernetes.submitted_jobs(ctx).items() if rid in waiting}
     arrival = {r.id: r.rank for r in problem.requests}
-    simulation = replaying.replay(objects, jobs, arrival, running_workloads(ctx, problem), batch_of)
-    return Replay(objects, simulation, {step: alloc.name for step, alloc in running.items()})
+    gone = {p.id for p in stops.stopped(ctx)}
+    workloads = [w for w in running_workloads(ctx, problem) if w.name not in gone]
+    simulation = replaying.replay(objects, jobs, arrival, workloads, batch_of)
+    return Replay(objects, simulation, {step: alloc.name for step, alloc in running.items()}, ctx.submit,
+                  frozenset(gone))
 
 
 def runtime_of(plan: Plan, replayed: Replay) -> Runtime:
-    differences = tuple(replaying.differences(plan, replayed.simulation, replayed.running_of_step))
-    return Runtime(replaying.ENGINE, differences, _notes(differences, replayed))
+    """The plan against the replay. A replay its work bound stopped has not decided
+    every workload: the ones it left pending are not differences, only the ones it
+    decided otherwise, and the runtime section says where it stopped."""
+    differences = tuple(replaying.differences(plan, replayed.simulation, replayed.running_of_step,
+                                              _unstoppable(plan, replayed)))
+    stopped = replayed.simulation.stopped
+    if stopped:
+        differences = tuple(x for x in differences if x.cluster != "pending")
+        stopped = (f"the Kueue replay {stopped}: the steps it left pending were not checked against the plan "
+                   "(a platform of hundreds of ClusterQueues in one cohort)")
+    notes = _notes(differences, replayed)
+    if replayed.submit == ALL and plan.solver.strategy != "kueue":
+        notes = (SUBMIT_ALL_NOTE, *notes)
+    return Runtime(replaying.ENGINE, differences, notes, stopped, replayed.submit)
+
+
+SUBMIT_ALL_NOTE = ("every Job goes to Kueue (--submit all): Kueue, not this plan, decides which wait and "
+                   "which running work it preempts; the plan to read is `poolc plan --strategy kueue --submit all`")
+
+
+def _unstoppable(plan: Plan, replayed: Replay) -> dict[str, str]:
+    """Victims gate mode cannot stop itself, and why (their Workload is unknown)."""
+    if replayed.submit != GATE:
+        return {}
+    return {p.id: ("poolc cannot stop it: the state does not know its Kueue Workload (run `poolc state import "
+                   "--kueue` first), so no stop object is written")
+            for p in plan.preempted if p.id not in replayed.stopped}
 
 
 def _notes(differences: tuple[RuntimeDifference, ...], replayed: Replay) -> tuple[str, ...]:

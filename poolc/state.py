@@ -271,7 +271,7 @@ def step_of(allocation: Allocation) -> str | None:
 
 def new_allocation(request_id: str, requester: str, pool: str, policy: str, preemptible: bool,
                    demand: Mapping[str, int], *, started_at: datetime | None = None,
-                   inputs: str | None = None) -> Allocation:
+                   inputs: str | None = None, workload: str | None = None) -> Allocation:
     """The allocation `apply` records for a newly admitted step, started at the
     time of the apply (victims are ordered by real start times)."""
     labels = {STEP_LABEL: step_label(request_id)}
@@ -281,6 +281,8 @@ def new_allocation(request_id: str, requester: str, pool: str, policy: str, pree
                                "holds": dict(sorted(demand.items()))}
     if started_at is not None:
         spec["started_at"] = format_time(started_at)
+    if workload is not None:
+        spec["workload"] = workload
     return Allocation.model_validate({
         "apiVersion": API_VERSION,
         "kind": "Allocation",

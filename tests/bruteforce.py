@@ -36,11 +36,50 @@ def checked(problem: Problem, pool: str, demand) -> dict[str, int]:
     return {k: v for k, v in demand.items() if v > 0 and (k in cap or k not in UNBOUNDED_IF_ABSENT)}
 
 
+# What a gpu_type accepts, written again from docs/format.md's table (only the rows
+# the random platforms use): the exact product label value, or a family's members.
+FAMILY = {
+    "A100": {"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-PCIE-40GB", "NVIDIA-A100-80GB-PCIe"},
+    "A100-80GB": {"NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-80GB-PCIe"},
+    "H100": {"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-PCIe", "NVIDIA-H100-NVL"},
+    "L4": {"NVIDIA-L4"},
+}
+
+
+def _pool(problem: Problem, name: str):
+    return next(p for p in problem.pools if p.name == name)
+
+
+def model_ok(gpu_type: str | None, model: str | None) -> bool:
+    """A node of ``model`` (None: not said) serves a step asking ``gpu_type``."""
+    return gpu_type is None or model is None or model == gpu_type or model in FAMILY.get(gpu_type, set())
+
+
+def placeable(problem: Problem, pool_name: str, req: Request) -> bool:
+    """The pool's nodes can run the request: its GPU model, its pool_selector, one node."""
+    pool = _pool(problem, pool_name)
+    gpus = req.demand.get("gpu", 0)
+    wanted = req.gpu_type if gpus > 0 else None
+    if wanted is not None:
+        if pool.capacity.get("gpu", 0) <= 0:
+            return False
+        if pool.gpu_models is not None and not any(model_ok(wanted, m) for m in pool.gpu_models):
+            return False
+    if any(pool.labels.get(k) != v for k, v in req.pool_selector):
+        return False
+    if pool.nodes:
+        return any(all(req.demand.get(k, 0) <= n.shape.get(k, 0) for k in ("gpu", "mcpu", "memory_mb"))
+                   and model_ok(wanted, n.gpu_model) for n in pool.nodes)
+    return True
+
+
 def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
-    """Eligibility, ordered by priority (desc) then pool name."""
+    """Eligibility, in preference order: the pools the step names (in its order),
+    then priority (desc), then pool name. A step without GPUs keeps off GPU pools it
+    does not name while a pool without GPUs is eligible for it."""
     out = []
     for q in problem.policies:
-        if q.subject != req.requester:
+        if q.subject != req.requester or not placeable(problem, q.pool, req):
             continue
         cap = _capacity(problem, q.pool)
         ok = True
@@ -50,7 +89,14 @@ def eligible(problem: Problem, req: Request) -> list[PolicyRule]:
                 ok = False
         if ok:
             out.append(q)
-    return sorted(out, key=lambda q: (-q.priority, q.pool))
+
+    def has_gpus(q: PolicyRule) -> bool:
+        return _capacity(problem, q.pool).get("gpu", 0) > 0
+
+    if req.demand.get("gpu", 0) <= 0 and any(not has_gpus(q) for q in out):
+        out = [q for q in out if not has_gpus(q) or q.pool in req.pools]
+    named = list(req.pools)
+    return sorted(out, key=lambda q: (named.index(q.pool) if q.pool in named else len(named), -q.priority, q.pool))
 
 
 def borrowed(problem: Problem) -> dict[str, dict[str, int]]:
@@ -87,6 +133,11 @@ def _kept(problem: Problem, preempted: set[str]) -> list[Running]:
 
 def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
     """Broken hard rules of a plan (admitted: request id -> policy name)."""
+    return _monotone_violations(problem, admitted, preempted) + _not_short(problem, admitted, preempted)
+
+
+def _monotone_violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
+    """The rules that only get harder with more admissions (all but victims-for-short-keys)."""
     out = []
     reqs = {r.id: r for r in problem.requests}
     pols = {q.name: q for q in problem.policies}
@@ -116,6 +167,29 @@ def violations(problem: Problem, admitted: dict[str, str], preempted: set[str]) 
                  sum(r.demand.get(k, 0) for r in mine), f"H2 {q.name}/{k}")
             over(q.reserved.get(k, 0), sum(a.holds.get(k, 0) for a in held if not a.preemptible),
                  sum(r.demand.get(k, 0) for r in mine if not r.preemptible), f"H3 {q.name}/{k}")
+    return out
+
+
+def _not_short(problem: Problem, admitted: dict[str, str], preempted: set[str]) -> list[str]:
+    """H5, victims only for keys that are short: a victim borrows on a key that the
+    plan's admissions in its pool need and that does not fit beside everything that
+    ran before the plan."""
+    reqs = {r.id: r for r in problem.requests}
+    pols = {q.name: q for q in problem.policies}
+    b = borrowed(problem)
+    out = []
+    for alloc in (a for a in problem.running if a.name in preempted):
+        cap = _capacity(problem, alloc.pool)
+        short = []
+        for k, units in b[alloc.name].items():
+            if units <= 0 or k not in cap:
+                continue
+            used = sum(reqs[rid].demand.get(k, 0) for rid, qn in admitted.items() if pols[qn].pool == alloc.pool)
+            before = sum(a.holds.get(k, 0) for a in problem.running if a.pool == alloc.pool)
+            if used > 0 and used + before > cap[k]:
+                short.append(k)
+        if not short:
+            out.append(f"H5: {alloc.name} borrows on no key that is short")
     return out
 
 
@@ -200,9 +274,11 @@ def optimum(problem: Problem) -> list[int]:
             stack: list[tuple[int, dict[str, str]]] = [(0, {})]
             while stack:
                 i, admitted = stack.pop()
-                if violations(problem, admitted, preempted):
-                    continue          # every rule is monotone in the admissions: prune
+                if _monotone_violations(problem, admitted, preempted):
+                    continue          # these rules are monotone in the admissions: prune
                 if i == len(reqs):
+                    if _not_short(problem, admitted, preempted):
+                        continue      # a victim for a key the admissions do not need
                     vec = vector(problem, admitted, preempted)
                     key = _key(problem, vec)
                     if best_key is None or key > best_key:

@@ -86,7 +86,9 @@ def test_a_resize_is_a_new_job_too(platform):
     assert "gpu_count: 4" in text
     pipeline.write_text(text.replace("gpu_count: 4", "gpu_count: 2", 1), encoding="utf-8")
     after = applied()
-    changed = [p for p in after if after[p]["spec"] != before[p]["spec"]]
+    # a resize may move other steps between allocated and queued/ (gate mode): compare the Jobs kept in place
+    kept = sorted(after.keys() & before.keys())
+    changed = [p for p in kept if after[p]["spec"] != before[p]["spec"]]
     assert changed and all(after[p]["metadata"]["name"] != before[p]["metadata"]["name"] for p in changed)
 
 

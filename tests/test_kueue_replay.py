@@ -1,6 +1,10 @@
 """The cluster does what the plan says: the Kueue objects and Jobs `apply` writes,
 replayed through Kueue's scheduler (poolc.kueuesim), end where the plan says.
 
+These scenarios submit every Job (`--submit all`), so Kueue itself decides which
+wait and which running work it preempts: they check the Kueue mapping. Gate mode,
+the default, is replayed on the same scenarios in tests/test_gate_replay.py.
+
 Each scenario is a small platform written out in full, with the text of what a
 user would do and what both the plan and the cluster must then show. The replay
 reads exactly what apply renders (poolc.runtime), not a second model of it.
@@ -39,7 +43,9 @@ spec: {{subject: {name}-k8s, pool: {pool}, priority: {priority}, reserved: {rese
 """
 
 
-def running(name: str, team: str, gpu: int, started: str, preemptible: bool = True) -> str:
+def running(name: str, team: str, gpu: int, started: str, preemptible: bool = True, workload: bool = False) -> str:
+    """An Allocation; ``workload``: the state knows its Kueue Workload (as `state import` records it)."""
+    known = f"\n  workload: ml-{team}/job-{name}-a1b2c" if workload else ""
     return f"""\
 ---
 apiVersion: poolc/v1
@@ -50,7 +56,7 @@ spec:
   pool: dc
   preemptible: {str(preemptible).lower()}
   holds: {{gpu: {gpu}, step_run: 1}}
-  started_at: {started}
+  started_at: {started}{known}
 """
 
 
@@ -85,16 +91,16 @@ def pool_text(documents: tuple[str, ...]) -> str:
     return "".join(documents)
 
 
-def replayed(root: Path, batch_of=None):
+def replayed(root: Path, batch_of=None, submit: str = "all"):
     """(plan, Kueue's outcome, differences) for the platform in ``root``."""
     before = os.getcwd()
     os.chdir(root)
     try:
-        result = plan_paths(["."], runtime_check=False)
+        result = plan_paths(["."], runtime_check=False, submit=submit)
         config, requests, problem = result.validation.config, result.validation.requests, result.problem
         steps, _ = _running_steps(requests, problem.running, problem, {})
         again = replay(config, result.plan, requests, problem, steps,
-                       batch_of({r.id for r in requests}) if batch_of else None)
+                       batch_of({r.id for r in requests}) if batch_of else None, submit=submit)
     finally:
         os.chdir(before)
     return result.plan, again.simulation, runtime_of(result.plan, again).differences
@@ -224,7 +230,7 @@ def test_runtime_section_in_the_plan_json(tmp_path):
 
     plan = plan_paths([str(REPO / "examples")]).plan
     runtime = json.loads(to_json(plan))["runtime"]
-    assert runtime == {"engine": "kueue", "agrees": True, "differences": []}
+    assert runtime == {"engine": "kueue", "submit": "gate", "agrees": True, "differences": []}
 
 
 def test_kueue_strategy_agrees_with_optimal_on_the_examples():

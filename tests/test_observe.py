@@ -147,7 +147,7 @@ def test_a_foreign_workload_counts_against_its_queues_policy_and_the_plan_lists_
     held = next(a for a in state()["allocations"] if a["metadata"]["name"] == NOTEBOOK)
     assert held["spec"] == {"subject": "research-k8s", "pool": "datacenter-one", "preemptible": True,
                             "holds": {"gpu": 2, "mcpu": 4000, "memory_mb": 34360, "step_run": 1},
-                            "started_at": STARTED}
+                            "started_at": STARTED, "workload": "ml-research/pod-notebook-alice-5f6d7"}
     assert held["metadata"]["labels"]["poolc.dev/policy"] == "research-k8s-dc1"
     plan = plan_json()
     assert plan["external"] == [{"name": "wl-ml-research--pod-notebook-alice-5f6d7", "policy": "research-k8s-dc1",

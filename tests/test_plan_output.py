@@ -224,7 +224,7 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
         "inputs": {"Allocation/sweep-old": result.plan.inputs["Allocation/sweep-old"],
                    **{key: value for key, value in result.plan.inputs.items() if key != "Allocation/sweep-old"}},
         # Kueue, replaying what apply writes for this plan, does the same
-        "runtime": {"engine": "kueue", "agrees": True, "differences": []},
+        "runtime": {"engine": "kueue", "submit": "gate", "agrees": True, "differences": []},
     }
     text = to_json(result.plan)
     assert json.loads(text) == expected

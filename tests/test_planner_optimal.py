@@ -645,7 +645,11 @@ def test_higher_priority_preempts_the_most_recent_identical_borrower() -> None:
     assert sol.objective == [0, 1, 1, 1, 3, 1]
 
 
-def test_a_victim_names_who_it_made_room_for_on_a_key_it_did_not_borrow() -> None:
+def test_a_victim_is_never_taken_for_a_key_it_does_not_borrow() -> None:
+    """Victims only for keys that are short: ``wide`` holds its policy's whole mcpu
+    reserve and borrows only gpu; the request needs mcpu, which is short, and no
+    gpu. Taking ``wide`` would break low's guarantee on mcpu (and Kueue never
+    reclaims from a queue that does not borrow what the preemptor lacks)."""
     cap = {"gpu": 2, "mcpu": 4}
     p = problem([Pool("dc", cap)],
                 [policy("high-dc", "high", "dc", 10, capacity=cap),
@@ -653,9 +657,27 @@ def test_a_victim_names_who_it_made_room_for_on_a_key_it_did_not_borrow() -> Non
                 [req("t/cpu", "high", 0, mcpu=2)],
                 [run("wide", "low", "dc", gpu=2, mcpu=4)])          # borrows gpu only
     sol = solve(p)
+    assert sol.admitted == {} and sol.preempted == {}
+    assert sol.objective == [0, 0, 0, 0, 0, 0]
+
+
+def test_a_victim_that_borrows_the_short_key_frees_everything_it_holds() -> None:
+    """The same victim when it also borrows mcpu, the short key: taken, and the
+    explanation names mcpu (short), not gpu (which had room)."""
+    cap = {"gpu": 2, "mcpu": 4}
+    p = problem([Pool("dc", cap)],
+                [policy("high-dc", "high", "dc", 10, capacity=cap),
+                 policy("low-dc", "low", "dc", 1, {"gpu": 1, "mcpu": 2}, capacity=cap)],
+                [req("t/cpu", "high", 0, mcpu=2)],
+                [run("wide", "low", "dc", gpu=2, mcpu=4)])          # borrows gpu=1 and mcpu=2
+    sol = solve(p)
     assert sol.admitted == {"t/cpu": "high-dc"}
-    assert sol.preempted == {"wide": ["t/cpu"]}                   # freed mcpu, a key it holds
-    assert sol.objective == [0, 1, 1, 1, 0, 1]
+    assert sol.preempted == {"wide": ["t/cpu"]}
+    from poolc.planner.explain import FinalState, preemption_keys
+
+    state = FinalState.of(p, sol)
+    keys, needing = preemption_keys(state, p.running[0], ["t/cpu"], {"gpu": 1, "mcpu": 2})
+    assert (keys, needing) == (["mcpu"], ["t/cpu"])
 
 
 def test_non_preemptible_requests_stay_inside_the_share() -> None:
@@ -836,6 +858,7 @@ def test_a_large_part_gives_the_fifo_retry_longer_before_the_rows(monkeypatch: p
     tier is the brute force's."""
     from poolc.planner import optimal
 
+    monkeypatch.setattr(optimal, "MIP_RETRY", False)     # CP-SAT's attempts alone: SCIP would prove FIFO first
     monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
     monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)
     monkeypatch.setattr(optimal, "FIFO_PLAIN_LARGE", 1e9)

@@ -18,6 +18,8 @@ import yaml
 from botocore.validate import ParamValidator
 from support import cli
 
+from poolc.domain.naming import allocation_name
+
 REPO = Path(__file__).resolve().parent.parent
 CRDS = REPO.parent / "shared" / "oracles" / "kueue-crds"
 APPLIED = "2026-11-23T03:00:00Z"
@@ -106,6 +108,15 @@ def test_import_round_trip_changes_nothing(platform, workload_schema):
     after = json.loads(Path("poolc.state.json").read_text(encoding="utf-8"))
     starts = {a["spec"].get("started_at") for a in after["allocations"] if "poolc.dev/step" in a["metadata"]["labels"]}
     assert starts == {STARTED}
+    # each carries the Workload Kueue runs it as: what gate mode stops when a plan preempts it
+    expected = {}
+    for w in running:
+        labels = w["spec"]["podSets"][0]["template"]["metadata"]["labels"]
+        step = allocation_name(f"{labels['poolc.dev/pipeline']}/{labels['poolc.dev/step']}")
+        expected[step] = f"{w['metadata']['namespace']}/{w['metadata']['name']}"
+    workloads = {a["metadata"]["name"]: a["spec"].get("workload") for a in after["allocations"]
+                 if a["metadata"]["name"] in expected}
+    assert expected and workloads == expected
     plan = cli("plan", "examples", "--detailed-exitcode", "--format", "json")
     assert plan.exit_code == 0, plan.output
 

@@ -176,7 +176,13 @@ def test_train_model_job(files):
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "pipeline-runner"
     assert pod["priorityClassName"] == "poolc-1000"
-    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "A100"}
+    # gpu_type A100 is a family: the pod may run on any of its models (docs/format.md#gpu-models)
+    assert "nodeSelector" not in pod
+    assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchExpressions": [{
+            "key": "nvidia.com/gpu.product", "operator": "In",
+            "values": ["A100", "NVIDIA-A100-80GB-PCIe", "NVIDIA-A100-PCIE-40GB", "NVIDIA-A100-SXM4-40GB",
+                       "NVIDIA-A100-SXM4-80GB"]}]}]}
     container = pod["containers"][0]
     assert container["resources"] == {
         "limits": {"ephemeral-storage": "200Gi", "memory": "274878M", "nvidia.com/gpu": "4"},
@@ -340,11 +346,12 @@ def test_sagemaker_reservation_is_kept_out_of_the_kueue_pool(small):
 
 
 def test_assignment_from_a_plan_wins(examples):
-    ctx = context_for(["examples"], REPO, {"prod-training/load_data": "prod-k8s-cpu"})
+    ctx = context_for(["examples"], REPO, {"prod-training/load_data": "prod-k8s-dc1"})
     job = objects_of(render_target("kubernetes", ctx)["kubernetes/ml-prod/prod-training--load_data.job.yaml"])[0]
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "prod-k8s-cpu-burst"
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "poolc-500"
-    assert examples.policy_of(request_of(examples, "prod-training/load_data")).name == "prod-k8s-dc1"
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "prod-k8s-dc1-burst"
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "poolc-1000"
+    # the plan itself keeps the CPU-only step off the GPU pool
+    assert examples.policy_of(request_of(examples, "prod-training/load_data")).name == "prod-k8s-cpu"
     with pytest.raises(ValueError):
         context_for(["examples"], REPO, {"prod-training/load_data": "no-such-policy"})
 
@@ -659,7 +666,7 @@ def test_workload_priority_classes_are_written_once(files):
 
 def test_rendering_twice_gives_the_same_bytes(examples, files):
     assert render_context(examples) == files
-    assert set(TARGETS) == {"kubernetes", "kueue", "sagemaker"}
+    assert set(TARGETS) == {"kubernetes", "kueue", "sagemaker", "stops"}
 
 
 def test_the_runtime_check_reads_the_kueue_objects_the_files_hold(examples, files):
@@ -678,7 +685,7 @@ def test_a_context_copied_for_another_plan_or_config_renders_afresh(examples, fi
     ``dataclasses.replace`` copy, where it would be stale."""
     ctx = dataclasses.replace(examples)
     assert render_all(ctx.config, ctx.plan, context=ctx) == files
-    moved = context_for(["examples"], REPO, {"prod-training/load_data": "prod-k8s-cpu"})
+    moved = context_for(["examples"], REPO, {"prod-training/load_data": "prod-k8s-dc1"})
     other = dataclasses.replace(ctx, plan=moved.plan)
     assert render_all(ctx.config, moved.plan, context=other) == render_context(moved) != files
     dropped = dataclasses.replace(ctx, policy_rules=tuple(q for q in ctx.policy_rules if q.name != "prod-k8s-cpu"))

@@ -30,7 +30,8 @@ def _where(units_key: str, resource_map: ResourceMap) -> str:
 def resource_maps(ctx: Context) -> Iterator[Diagnostic]:
     """P007: capacity, reserved and limit values must be at most 10^12 units once converted."""
     tables: list[tuple[Entry[Any], str, ResourceMap]] = [
-        (pool, "capacity", pool.obj.spec.capacity) for _, pool in sorted(ctx.config.pools.items())]
+        (pool, "capacity", pool.obj.spec.capacity) for _, pool in sorted(ctx.config.pools.items())
+        if pool.obj.spec.capacity is not None]
     for _, policy in sorted(ctx.config.policies.items()):
         tables.append((policy, "reserved", policy.obj.spec.reserved))
         if policy.obj.spec.limit is not None:

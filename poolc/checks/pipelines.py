@@ -13,7 +13,8 @@ from ..units import parse_bytes
 from . import Context, check
 
 # The settings field a request key comes from, to point at what the user wrote.
-_FIELD = {"gpu": "gpu_count", "mcpu": "cpu_count", "memory_mb": "memory"}
+_FIELD = {"gpu": "gpu_count", "mcpu": "cpu_count", "memory_mb": "memory", "gpu_type": "gpu_type",
+          "gpu_count": "gpu_count", "pool_selector": "pool_selector"}
 
 
 def _key_location(request: StepRequest, key: str) -> tuple:
@@ -190,11 +191,14 @@ def capacity_classes(ctx: Context) -> Iterator[Diagnostic]:
                                                    else ""), path + sub, key=True)
 
 
-@check(d.R003, d.R004, d.R005)
+@check(d.R003, d.R004, d.R005, d.R010, d.R011)
 def eligibility(ctx: Context) -> Iterator[Diagnostic]:
-    """R003 / R004 / R005: a step must be eligible on some pool of its requester
-    (capacity, limit and, when non-preemptible, the reserved share); a requester with
-    no policy at all runs unmanaged, outside every pool (warning)."""
+    """R003 / R004 / R005 / R010 / R011: a step must be eligible on some pool of its
+    requester (its GPU model on offer there (R010, naming the models on offer), the
+    pool's labels matching its pool_selector, one node of the pool's node groups
+    holding it (R011), capacity, limit and, when non-preemptible, the reserved share
+    (R004)); a requester with no policy at all runs unmanaged, outside every pool
+    (warning)."""
     by_id = {r.id: r for r in ctx.requests}
     warned: set[str] = set()
     for request in ctx.problem.requests:
@@ -212,7 +216,7 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
                                      f"step {source.step!r} and every other step it runs are unmanaged "
                                      "(outside every pool); add a Policy for it", source.path, key=True)
             continue
-        rule_id, message = rejection(source.step, reasons)
+        rule_id, message = rejection(source.step, reasons, request.gpu_type)
         yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key), request=source.id)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
-from ..model import ResourceMap
+from ..model import ResourceMap, ResourcePoolSpec
 from . import Context, check
 from .suggestions import did_you_mean
 
@@ -18,6 +18,13 @@ def _key_path(resource_map: ResourceMap | None, field: str, key: str) -> tuple[s
     extra = (resource_map.__pydantic_extra__ if resource_map is not None else None) or {}
     written = key if key in extra or key not in _ALIAS else _ALIAS[key]
     return ("spec", field, written)
+
+
+def _capacity_path(spec: ResourcePoolSpec, key: str) -> tuple[str, ...]:
+    """Where a capacity key comes from: its row, else the node groups it is summed from."""
+    if spec.capacity is not None and key in spec.capacity.units():
+        return _key_path(spec.capacity, "capacity", key)
+    return ("spec", "nodes")
 
 
 @check(d.N002)
@@ -50,7 +57,7 @@ def policy_keys_and_bounds(ctx: Context) -> Iterator[Diagnostic]:
         pool = ctx.config.pools.get(spec.pool)
         if pool is None:
             continue
-        capacity = pool.obj.spec.capacity.units()
+        capacity = pool.obj.spec.capacity_units()
         reserved = spec.reserved.units()
         limit = spec.limit.units() if spec.limit is not None else {}
         for field, values, resource_map in (("reserved", reserved, spec.reserved), ("limit", limit, spec.limit)):
@@ -78,13 +85,13 @@ def reserved_sum(ctx: Context) -> Iterator[Diagnostic]:
         reserved_on.setdefault(entry.obj.spec.pool, []).append((name, entry.obj.spec.reserved.units()))
     for pool_name, pool in sorted(ctx.config.pools.items()):
         on_pool = reserved_on.get(pool_name, [])
-        for key, cap in pool.obj.spec.capacity.units().items():
+        for key, cap in pool.obj.spec.capacity_units().items():
             total = sum(reserved.get(key, 0) for _, reserved in on_pool)
             if total > cap:
                 parts = ", ".join(f"{name}={reserved[key]}" for name, reserved in on_pool if reserved.get(key))
                 yield pool.doc.diagnostic(d.P004, f"policies reserve {key}={total} on pool {pool_name!r} "
                                           f"({parts}) but its capacity is {key}={cap}",
-                                          _key_path(pool.obj.spec.capacity, "capacity", key))
+                                          _capacity_path(pool.obj.spec, key))
 
 
 @check(d.P005)
@@ -110,7 +117,7 @@ def custom_keys_not_enforced(ctx: Context) -> Iterator[Diagnostic]:
     poolc but not enforced by Kueue at runtime; reported once per key."""
     seen: set[str] = set()
     for _, pool in sorted(ctx.config.pools.items()):
-        for key in pool.obj.spec.capacity.units():
+        for key in pool.obj.spec.capacity.units() if pool.obj.spec.capacity is not None else ():
             if key not in BUILTIN_KEYS and key not in seen:
                 seen.add(key)
                 yield pool.doc.diagnostic(d.P006, f"custom key {key!r} is planned by poolc but Kueue does not "

@@ -1,11 +1,16 @@
 """Which policies may admit a request, and why not (docs/planning.md, "Eligibility").
 
-A request is eligible through a policy of its requester when, on every key the
-pool meters (plus custom keys the pool lacks, which have capacity 0 there), it
-needs no more than the pool's capacity and the policy's limit, and, when it is
-non-preemptible, no more than the policy's reserved share. These are static
-facts: `validate` rejects a step eligible nowhere (R003/R004) and the planners
-only ever place a request through a policy listed here. One sentence per rule is
+A request is eligible through a policy of its requester when the pool can run it
+(placement: the pool's nodes offer its GPU model, the pool carries the labels of
+its pool_selector, and one node of the pool's node groups holds it) and, on every
+key the pool meters (plus custom keys the pool lacks, which have capacity 0
+there), it needs no more than the pool's capacity and the policy's limit, and,
+when it is non-preemptible, no more than the policy's reserved share. A step that
+asks no GPU keeps off pools with GPUs while a pool without GPUs is eligible for it
+(unless it names the GPU pool in ``pools``). These are static facts: `validate`
+rejects a step eligible nowhere (R003/R004/R010/R011) and the planners only ever
+place a request through a policy listed here, in the order listed (the step's
+``pools`` first, then policy priority, then pool name). One sentence per rule is
 written here once, so validate and the plan say the same thing.
 """
 
@@ -15,10 +20,14 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .gpu_models import matches
 from .problem import BUILTIN_UNBOUNDED, PolicyRule, Pool, Problem, Request
 
 CAPACITY, LIMIT, RESERVED = "capacity", "limit", "reserved"
-R003, R004 = "R003", "R004"
+MODEL, SELECTOR, NODE, GPU_POOL = "model", "selector", "node", "gpu-pool"
+R003, R004, R010, R011 = "R003", "R004", "R010", "R011"
+# what one node holds, in request keys (a step runs on one node)
+NODE_KEYS = ("gpu", "mcpu", "memory_mb")
 
 
 def metered_demand(pool: Pool, demand: Mapping[str, int]) -> dict[str, int]:
@@ -33,14 +42,17 @@ class Ineligibility:
     """Why a request cannot use one policy's pool: the first failing rule."""
 
     policy: PolicyRule
-    rule: str          # CAPACITY, LIMIT or RESERVED
-    key: str
+    rule: str          # CAPACITY, LIMIT, RESERVED, or a placement rule (MODEL, SELECTOR, NODE, GPU_POOL)
+    key: str           # a request key, or the settings field a placement rule is about
     needs: int
     allowed: int
+    detail: str = ""   # a placement rule's sentence
 
     def sentence(self) -> str:
         """A zero capacity or limit is said as such: a written 0 forbids the key,
         and "limits gpu to 0" would read like a rounding accident."""
+        if self.detail:
+            return self.detail
         if self.rule == CAPACITY and self.allowed == 0:
             return (f"pool '{self.policy.pool}' has no {self.key} (capacity {self.key}=0; "
                     f"needs {self.needs})")
@@ -72,10 +84,85 @@ def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],
     return None
 
 
+def _models(pool: Pool) -> frozenset[str] | None:
+    """The GPU models a pool offers; a pool without GPUs offers none; None: not said."""
+    return frozenset() if not pool.has_gpus else pool.gpu_models
+
+
+def check_placement(pool: Pool, policy: PolicyRule, request: Request) -> Ineligibility | None:
+    """Can the pool's nodes run the request at all (model, pool_selector, one node)?"""
+    models = _models(pool)
+    wants_model = request.gpu_type if request.demand.get("gpu", 0) > 0 else None
+    if wants_model and models is not None and not any(matches(wants_model, m) for m in models):
+        offered = f"offers {', '.join(sorted(models))}, not {wants_model}" if models else "has no GPUs"
+        return Ineligibility(policy, MODEL, "gpu_type", 0, 0, f"pool '{pool.name}' {offered}")
+    for key, value in request.pool_selector:
+        if pool.labels.get(key) != value:
+            has = pool.labels.get(key)
+            now = f"it has {key}={has}" if has is not None else f"it has no label {key}"
+            return Ineligibility(policy, SELECTOR, "pool_selector", 0, 0,
+                                 f"pool '{pool.name}' does not match pool_selector {key}={value} ({now})")
+    if pool.nodes:
+        return _no_node(pool, policy, request, wants_model)
+    return None
+
+
+def _no_node(pool: Pool, policy: PolicyRule, request: Request, model: str | None) -> Ineligibility | None:
+    """None when one node of some group (of the asked model) holds the whole request."""
+    nodes = [n for n in pool.nodes if model is None or n.gpu_model is None or matches(model, n.gpu_model)]
+    need = {k: request.demand.get(k, 0) for k in NODE_KEYS}
+    if any(all(need[k] <= n.shape.get(k, 0) for k in NODE_KEYS) for n in nodes):
+        return None
+    for key in NODE_KEYS:  # the first key no node of these groups holds, else the first short on the best
+        most = max((n.shape.get(key, 0) for n in nodes), default=0)
+        if need[key] > most:
+            break
+    else:
+        key = next(k for k in NODE_KEYS if need[k] > 0)
+        most = need[key]
+    biggest = max(nodes, key=lambda n: (n.shape.get(key, 0), n.group)) if nodes else None
+    where = f" (group '{biggest.group}')" if biggest is not None else ""
+    return Ineligibility(policy, NODE, key, need[key], most,
+                         f"no node of pool '{pool.name}' holds {_node_need(need)}: its largest has "
+                         f"{key}={most}{where}; a step runs on one node (multi-node steps are not supported)")
+
+
+def _node_need(need: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in need.items() if v > 0) or "the step"
+
+
+def _preference(request: Request, policies: list[PolicyRule]) -> list[PolicyRule]:
+    """The order a request tries its pools in: the pools it names, in its order,
+    then the rest by policy priority (desc) and pool name (already their order)."""
+    if not request.pools:
+        return policies
+    rank = {name: i for i, name in enumerate(request.pools)}
+    return sorted(policies, key=lambda q: rank.get(q.pool, len(rank)))
+
+
+def _off_gpu_pools(problem: Problem, request: Request, ok: list[PolicyRule],
+                   why: list[Ineligibility]) -> list[PolicyRule]:
+    """A step that asks no GPU keeps off pools with GPUs while a pool without GPUs
+    takes it, unless it names the GPU pool in ``pools`` (docs/planning.md#eligibility)."""
+    if request.demand.get("gpu", 0) > 0 or not any(not problem.pool(q.pool).has_gpus for q in ok):
+        return ok
+    cpu_pools = sorted({q.pool for q in ok if not problem.pool(q.pool).has_gpus})
+    kept = []
+    for q in ok:
+        if problem.pool(q.pool).has_gpus and q.pool not in request.pools:
+            why.append(Ineligibility(q, GPU_POOL, "gpu_count", 0, 0,
+                                     f"pool '{q.pool}' has GPUs and the step asks none: it runs on "
+                                     f"{', '.join(repr(p) for p in cpu_pools)} instead (name the pool in "
+                                     "pools to allow it)"))
+        else:
+            kept.append(q)
+    return kept
+
+
 # Eligibility depends only on (requester, demand, preemptible), and a plan of 10,000
 # steps asks about a few hundred such shapes several times each (checks, planner,
 # explanations): remember the answers per Problem, for as long as it lives.
-_Shape = tuple[str, tuple[tuple[str, int], ...], bool]
+_Shape = tuple[str, tuple[tuple[str, int], ...], bool, tuple]
 _memo: dict[int, tuple[weakref.ref, dict[_Shape, tuple[list[PolicyRule], list[Ineligibility]]]]] = {}
 
 
@@ -96,21 +183,35 @@ def _answers(problem: Problem) -> dict[_Shape, tuple[list[PolicyRule], list[Inel
 def eligible_policies(problem: Problem, request: Request) -> tuple[list[PolicyRule], list[Ineligibility]]:
     """(policies the request may be placed through, reasons for the others)."""
     memo = _answers(problem)
-    shape = (request.requester, tuple(sorted(request.demand.items())), request.preemptible)
+    shape = (request.requester, tuple(sorted(request.demand.items())), request.preemptible, request.placement)
     found = memo.get(shape)
     if found is None:
-        ok, why = [], []
+        ok: list[PolicyRule] = []
+        why: list[Ineligibility] = []
         for q in problem.policies_of(request.requester):
-            reason = check_policy(problem.pool(q.pool), q, request.demand, request.preemptible)
+            pool = problem.pool(q.pool)
+            reason = (check_placement(pool, q, request)
+                      or check_policy(pool, q, request.demand, request.preemptible))
             (why.append(reason) if reason else ok.append(q))
+        ok = _preference(request, _off_gpu_pools(problem, request, ok, why))
         found = memo[shape] = (ok, why)
     return list(found[0]), list(found[1])
 
 
-def rejection(step: str, reasons: list[Ineligibility]) -> tuple[str, str]:
+def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = None) -> tuple[str, str]:
     """(rule id, sentence) for a step eligible on no pool: R004 when only the
-    non-preemptible share stands in the way everywhere, else R003. ``reasons`` is
-    not empty (a requester without any policy is unmanaged, not rejected)."""
+    non-preemptible share stands in the way everywhere; R010 when no pool it may
+    use offers its GPU model (naming the models on offer); R011 when no node of
+    those pools holds it; else R003. ``reasons`` is not empty (a requester without
+    any policy is unmanaged, not rejected)."""
+    kinds = {r.rule for r in reasons}
+    placement = {MODEL, SELECTOR}
+    if MODEL in kinds and kinds <= placement:
+        return R010, _model_rejection(step, reasons, gpu_type)
+    if NODE in kinds and kinds <= placement | {NODE}:
+        why = "; ".join(r.sentence() for r in reasons)
+        return R011, (f"step {step!r} fits on no node of the pools it may use: {why}; it can never be "
+                      "admitted: ask for less, or add a node group with larger nodes")
     only_share = all(r.rule == RESERVED for r in reasons)
     rule = R004 if only_share else R003
     if only_share and len(reasons) == 1:
@@ -121,3 +222,11 @@ def rejection(step: str, reasons: list[Ineligibility]) -> tuple[str, str]:
     why = "; ".join(r.sentence() for r in reasons)
     fix = "reserve more, or make the step preemptible" if only_share else "ask for less, or raise the capacity or limit"
     return rule, f"step {step!r} is eligible on no pool: {why}; it can never be admitted: {fix}"
+
+
+def _model_rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None) -> str:
+    asked = f"gpu_type {gpu_type}" if gpu_type else "a GPU model"
+    why = "; ".join(r.sentence() for r in reasons)
+    return (f"step {step!r} asks {asked}, which no pool it may use offers: {why}; it can never be admitted: "
+            "set gpu_type to a model on offer (see the GPU model names in docs/format.md), or give its "
+            "component a policy on a pool with such nodes")

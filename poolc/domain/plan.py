@@ -75,9 +75,13 @@ class Preemption:
     pool: str
     for_: tuple[str, ...]             # request ids it makes room for, sorted
     message: str
+    workload: str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+        found = {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
+        if self.workload is not None:
+            found["workload"] = self.workload
+        return found
 
 
 @dataclass(frozen=True)
@@ -120,9 +124,17 @@ class Tier:
 
     kind: str
     priority: int | None = None
+    bound: int | None = None          # the best bound the solver proved (the value itself when proven)
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "priority": self.priority}
+        found: dict[str, Any] = {"kind": self.kind, "priority": self.priority}
+        if self.bound is not None:
+            found["bound"] = self.bound
+        return found
+
+    def gap(self, value: int) -> float:
+        """How far the bound is from ``value``, relative (0.0 when proven or unknown)."""
+        return 0.0 if self.bound is None else abs(self.bound - value) / max(1, abs(value))
 
 
 TIER_KINDS = ("in-share", "admitted", "preempted", "arrival", "start-rank", "preference")
@@ -140,7 +152,9 @@ class SolverInfo:
         found: dict[str, Any] = {"strategy": self.strategy, "status": self.status,
                                  "objective": list(self.objective), "gap": float(self.gap)}
         if self.tiers:
-            found["tiers"] = [t.as_dict() for t in self.tiers]
+            found["tiers"] = [{**t.as_dict(), **({} if t.bound is None else
+                                                 {"proven": t.bound == value, "gap": t.gap(value)})}
+                              for t, value in zip(self.tiers, self.objective, strict=True)]
         return found
 
 
@@ -175,16 +189,20 @@ class Runtime:
     engine: str                                   # "kueue"
     differences: tuple[RuntimeDifference, ...]    # sorted by id
     notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
+    stopped: str = ""                             # why the replay stopped before it settled ("" if it did)
+    submit: str = "gate"                          # how apply hands Jobs to the cluster: gate | all
 
     @property
     def agrees(self) -> bool:
         return not self.differences
 
     def as_dict(self) -> dict:
-        found: dict[str, Any] = {"engine": self.engine, "agrees": self.agrees,
+        found: dict[str, Any] = {"engine": self.engine, "submit": self.submit, "agrees": self.agrees,
                                  "differences": [x.as_dict() for x in self.differences]}
         if self.notes:
             found["notes"] = list(self.notes)
+        if self.stopped:
+            found["stopped"] = self.stopped
         return found
 
 

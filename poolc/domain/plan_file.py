@@ -69,6 +69,7 @@ class PreemptionModel(_Model):
     pool: Str
     for_: list[Str] = Field(alias="for")
     message: Str
+    workload: Str | None = None
 
 
 class PoolModel(_Model):
@@ -100,6 +101,7 @@ class DiagnosticModel(_Model):
 class TierModel(_Model):
     kind: TierKind
     priority: Int | None = None
+    bound: Int | None = None
 
 
 class SolverModel(_Model):
@@ -154,6 +156,8 @@ class RuntimeModel(_Model):
     engine: Str
     differences: list[DifferenceModel]
     notes: list[Str] = []
+    stopped: Str = ""
+    submit: Literal["gate", "all"] = "gate"
 
 
 class ExternalModel(_Model):
@@ -252,18 +256,19 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
     runtime = None
     if model.runtime is not None:
         runtime = Runtime(model.runtime.engine, tuple(RuntimeDifference(x.id, x.plan, x.cluster, x.message)
-                                                      for x in model.runtime.differences), tuple(model.runtime.notes))
+                                                      for x in model.runtime.differences), tuple(model.runtime.notes),
+                          model.runtime.stopped, model.runtime.submit)
     return Plan(
         inputs_digest=model.inputs_digest,
         requests=tuple(PlannedRequest(r.id, r.requester, r.preemptible, dict(r.demand), r.status, r.pool, r.policy,
                                       dict(r.borrowed), r.reason, r.message) for r in model.requests),
-        preempted=tuple(Preemption(p.id, p.pool, tuple(p.for_), p.message) for p in model.preempted),
+        preempted=tuple(Preemption(p.id, p.pool, tuple(p.for_), p.message, p.workload) for p in model.preempted),
         pools=tuple(PoolUsage(p.name, dict(p.capacity), dict(p.used), dict(p.free)) for p in model.pools),
         policies=tuple(PolicyUsage(q.name, q.pool, q.priority, dict(q.reserved), dict(q.limit), dict(q.used),
                                    dict(q.borrowed)) for q in model.policies),
         diagnostics=tuple(_diagnostic(x) for x in model.diagnostics),
         solver=SolverInfo(solver.strategy, solver.status, tuple(solver.objective), solver.gap,
-                          tuple(Tier(t.kind, t.priority) for t in solver.tiers)),
+                          tuple(Tier(t.kind, t.priority, t.bound) for t in solver.tiers)),
         # the section as written (its known parts checked above): a newer poolc's extra keys stay
         changes=data["changes"] if model.changes is not None else None,
         runtime=runtime, finished=tuple(model.finished),

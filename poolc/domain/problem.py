@@ -18,12 +18,31 @@ BUILTIN_UNBOUNDED = ("mcpu", "memory_mb", "step_run")
 
 
 @dataclass(frozen=True)
+class Node:
+    """One node of a pool's node group, in request keys (gpu, mcpu, memory_mb)."""
+
+    group: str
+    shape: Mapping[str, int]
+    gpu_model: str | None = None   # its nvidia.com/gpu.product value, None when not said
+
+
+@dataclass(frozen=True)
 class Pool:
     name: str
     capacity: Mapping[str, int]  # metered keys only, every value > 0
+    # where the pool's capacity lives (docs/format.md#resourcepool): its metadata.labels
+    # (what a step's pool_selector matches), the GPU models its nodes offer (None: the
+    # pool does not say), and its node groups (empty: not declared)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    gpu_models: frozenset[str] | None = None
+    nodes: tuple[Node, ...] = ()
 
     def metered(self, key: str) -> bool:
         return key in self.capacity
+
+    @property
+    def has_gpus(self) -> bool:
+        return self.capacity.get("gpu", 0) > 0
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,17 @@ class Request:
     demand: Mapping[str, int]    # request keys, step_run included
     preemptible: bool
     rank: int                    # arrival rank, 0 = first
+    # where it may run (docs/format.md#steering): the GPU model it asks (only with a
+    # GPU demand), the pools it prefers in order, and the pool labels it requires
+    gpu_type: str | None = None
+    pools: tuple[str, ...] = ()
+    pool_selector: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def placement(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """What besides requester, demand and preemptible decides where it may go:
+        requests equal in all of these are interchangeable."""
+        return (self.gpu_type or "", self.pools, self.pool_selector)
 
 
 @dataclass(frozen=True)
@@ -64,6 +94,7 @@ class Running:
     holds: Mapping[str, int]
     started_at: datetime | None
     start_rank: int = 0          # 0 = started earliest (missing started_at = earliest, then name)
+    workload: str | None = None  # its Kueue Workload, <namespace>/<name>, when the state knows it
 
 
 @dataclass(frozen=True)
@@ -116,5 +147,5 @@ def start_ranks(running: list[Running]) -> list[Running]:
     """Assign start_rank: 0 = started earliest (missing started_at = earliest), then name."""
     ordered = sorted(running, key=lambda a: (start_time(a.started_at), a.name))
     ranks = {a.name: i for i, a in enumerate(ordered)}
-    return [Running(a.name, a.subject, a.pool, a.preemptible, a.holds, a.started_at, ranks[a.name])
+    return [Running(a.name, a.subject, a.pool, a.preemptible, a.holds, a.started_at, ranks[a.name], a.workload)
             for a in running]

@@ -9,7 +9,8 @@ on which flavors, and why. One module per concern:
 * ``objects`` - a typed view of the API objects, with CRD defaults;
 * ``quota`` - the cohort tree: available / potential capacity, borrowing and
   lending limits at every level, usage propagation;
-* ``flavors`` - flavor assignment (Fit / Preempt / NoFit, borrowing level,
+* ``flavors`` - flavor assignment (node selector and required node affinity
+  against the flavors' nodeLabels, Fit / Preempt / NoFit, borrowing level,
   flavorFungibility, scan progress);
 * ``preemption`` - classical preemption candidates, order and minimal set;
 * ``queues`` - BestEffortFIFO / StrictFIFO queues, parking, sticky preemptors,
@@ -17,8 +18,8 @@ on which flavors, and why. One module per concern:
 * ``scheduler`` - the cycle loop, batches and the result.
 
 Not modelled: fair sharing (and admission fair sharing), admission checks,
-topology-aware scheduling, partial admission, multiple PodSets, node
-labels/taints/tolerations of flavors (every flavor is assumed to match),
+topology-aware scheduling, partial admission, multiple PodSets, node taints
+of flavors (every flavor's taints are assumed tolerated),
 stopPolicy, waitForPodsReady, requeue backoff, elastic workloads and
 concurrent admission.
 """

@@ -11,6 +11,14 @@ flavorFungibility decides whether to stop at the first flavor that needs
 borrowing or preemption or to keep looking and keep the best one
 (default: stop when borrowing, go on when preemption is needed). The scan
 resumes after the last flavor tried when the previous attempt stopped early.
+
+Before quota, a flavor must match the pod's node selection, as Kueue's
+``flavorSelector`` does: only label keys that some flavor of the resource group
+names in its ``nodeLabels`` count (other keys are the kube-scheduler's business);
+the pod's ``nodeSelector`` on those keys must equal the flavor's labels, and its
+required node affinity, its expressions on those keys kept, must match them in one
+of its terms (a term left without expressions makes the affinity match anything).
+A flavor that does not match is skipped with "doesn't match node affinity".
 """
 
 from __future__ import annotations
@@ -67,6 +75,23 @@ class RequestPlan:
 
     groups: tuple[tuple[int, Mapping[str, int]], ...]
     uncovered: str | None = None
+    # (group index, flavor) -> why the pod's node selection rules the flavor out
+    mismatched: Mapping[tuple[int, str], str] = field(default_factory=dict)
+
+    def with_selection(self, spec: ClusterQueueSpec, labels: Mapping[str, Mapping[str, str]],
+                       workload: Workload) -> RequestPlan:
+        """This plan with the flavors the workload's node selection rules out."""
+        if not workload.node_selector and workload.affinity is None:
+            return self
+        found: dict[tuple[int, str], str] = {}
+        for gidx, _ in self.groups:
+            group = spec.groups[gidx]
+            keys = frozenset(k for f in group.flavors for k in labels.get(f, {}))
+            for flavor in group.flavors:
+                why = selection_mismatch(labels.get(flavor, {}), keys, workload)
+                if why:
+                    found[gidx, flavor] = f"flavor '{flavor}' doesn't match node affinity ({why})"
+        return RequestPlan(self.groups, self.uncovered, found) if found else self
 
     @classmethod
     def of(cls, spec: ClusterQueueSpec, requests: Mapping[str, int]) -> RequestPlan:
@@ -85,6 +110,49 @@ class RequestPlan:
             done.update(wanted)
             groups.append((gidx, wanted))
         return cls(tuple(groups))
+
+
+def _expression_matches(labels: Mapping[str, str], key: str, op: str, values: tuple[str, ...]) -> bool:
+    """One node selector requirement against a node's labels (Kubernetes' operators)."""
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
+def selection_mismatch(labels: Mapping[str, str], keys: frozenset[str], workload: Workload) -> str:
+    """Why a flavor with node ``labels`` does not match the workload's node selection,
+    looking only at ``keys`` (the label keys of the flavors of its resource group);
+    "" when it matches."""
+    for key, value in workload.node_selector:
+        if key in keys and labels.get(key) != value:
+            has = f"{key}={labels[key]}" if key in labels else f"no {key}"
+            return f"the pod selects {key}={value}, the flavor's nodes have {has}"
+    if workload.affinity is None:
+        return ""
+    terms = []
+    for term in workload.affinity:
+        kept = tuple(e for e in term if e[0] in keys)
+        if not kept:
+            return ""  # an unconstrained term: the affinity matches anything
+        terms.append(kept)
+    if not terms or any(all(_expression_matches(labels, *e) for e in term) for term in terms):
+        return ""
+    said = " or ".join(" and ".join(f"{k} {op} {','.join(v)}".rstrip() for k, op, v in term) for term in terms)
+    have = ", ".join(f"{k}={labels[k]}" for k in sorted(labels) if k in keys) or "no such labels"
+    return f"the pod's node affinity asks {said}, the flavor's nodes have {have}"
 
 
 def _preferred(a: tuple[int, int], b: tuple[int, int], fung: Fungibility) -> bool:
@@ -202,6 +270,10 @@ class FlavorAssigner:
             flavor = flavors[idx]
             if flavor not in self.known:
                 reasons.append(f"flavor '{flavor}' not found")
+                continue
+            mismatch = self.plan.mismatched.get((gidx, flavor))
+            if mismatch is not None:
+                reasons.append(mismatch)
                 continue
             picked: dict[str, tuple[str, int, int]] = {}
             rep = (_G_FIT, 0)

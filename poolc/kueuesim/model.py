@@ -24,6 +24,11 @@ class Workload:
     admitted_at: int | None = None
     batch: int = 0
     count: int = 1
+    # the pod's nodeSelector and the terms of its required node affinity (each term a
+    # tuple of (key, operator, values); None: no required affinity), which Kueue's
+    # flavor assigner matches against each flavor's nodeLabels
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,3 +52,4 @@ class Simulation:
     cycles: int
     events: tuple[str, ...]
     usage: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
+    stopped: str = ""   # why it stopped before settling, when its work bound did (``simulate``'s max_work)

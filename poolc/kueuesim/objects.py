@@ -11,7 +11,7 @@ whenCanBorrow=MayStopSearch / whenCanPreempt=TryNextFlavor.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -123,6 +123,7 @@ class Config:
     cohorts: Mapping[str, CohortSpec]
     local_queues: Mapping[str, str]  # "namespace/name" -> ClusterQueue name
     priority_classes: Mapping[str, int]
+    flavor_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # flavor -> its nodeLabels
 
 
 def _groups(spec: Mapping[str, Any]) -> tuple[tuple[ResourceGroup, ...], dict[FlavorResource, Quota]]:
@@ -187,6 +188,7 @@ def parse_objects(objects: Iterable[Mapping[str, Any]]) -> Config:
     cohorts: dict[str, CohortSpec] = {}
     lqs: dict[str, str] = {}
     wpcs: dict[str, int] = {}
+    labels: dict[str, dict[str, str]] = {}
     for obj in objects:
         if not isinstance(obj, Mapping) or obj.get("apiVersion") not in VERSIONS:
             continue
@@ -198,6 +200,7 @@ def parse_objects(objects: Iterable[Mapping[str, Any]]) -> Config:
             continue
         if kind == "ResourceFlavor":
             flavors.add(name)
+            labels[name] = {str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()}
         elif kind == "ClusterQueue":
             cqs[name] = _cluster_queue(name, spec)
         elif kind == "Cohort":
@@ -207,4 +210,4 @@ def parse_objects(objects: Iterable[Mapping[str, Any]]) -> Config:
             lqs[f"{meta.get('namespace') or 'default'}/{name}"] = spec.get("clusterQueue", "")
         elif kind == "WorkloadPriorityClass":
             wpcs[name] = int(obj.get("value", 0))
-    return Config(frozenset(flavors), cqs, cohorts, lqs, wpcs)
+    return Config(frozenset(flavors), cqs, cohorts, lqs, wpcs, labels)

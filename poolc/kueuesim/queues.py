@@ -14,7 +14,7 @@ admitted.
 Scheduling equivalence (Kueue's SchedulingEquivalenceHashing, on by default
 in v0.19): when a BestEffortFIFO head is parked because it does not fit or
 found nothing to preempt, every queued workload of the same shape (priority,
-pod count, requests) is parked with it, and new ones of that shape are parked
+pod count, requests, node selection) is parked with it, and new ones of that shape are parked
 on arrival, until quota is released.
 
 Why the workloads are kept per shape: the two bulk moves above (park every
@@ -34,7 +34,7 @@ from itertools import chain
 
 from .model import Workload
 
-Shape = tuple[int, int, tuple[tuple[str, int], ...]]
+Shape = tuple[int, int, tuple[tuple[str, int], ...], tuple, tuple | None]
 _Entry = tuple[tuple[int, int, str], Workload]
 
 
@@ -44,8 +44,10 @@ def queue_key(wl: Workload) -> tuple[int, int, str]:
 
 
 def shape(wl: Workload) -> Shape:
-    """What Kueue's scheduling hash covers for our single-PodSet workloads."""
-    return (wl.priority, wl.count, tuple(sorted((r, int(q)) for r, q in wl.requests.items())))
+    """What Kueue's scheduling hash covers for our single-PodSet workloads (the pod's
+    node selection included: it decides which flavors match)."""
+    return (wl.priority, wl.count, tuple(sorted((r, int(q)) for r, q in wl.requests.items())),
+            wl.node_selector, wl.affinity)
 
 
 class ShapeCache:
@@ -54,10 +56,10 @@ class ShapeCache:
     another order is merely a miss)."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[int, int, tuple[tuple[str, int], ...]], Shape] = {}
+        self._known: dict[tuple, Shape] = {}
 
     def __call__(self, wl: Workload) -> Shape:
-        raw = (wl.priority, wl.count, tuple(wl.requests.items()))
+        raw = (wl.priority, wl.count, tuple(wl.requests.items()), wl.node_selector, wl.affinity)
         found = self._known.get(raw)
         if found is None:
             found = self._known[raw] = shape(wl)

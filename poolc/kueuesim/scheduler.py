@@ -125,6 +125,9 @@ class Scheduler:
         self.events: list[str] = []
         self._order = 0
         self.last_evicted: list[str] = []
+        self.stopped = ""  # why ``simulate`` stopped at its work bound
+        self.work = 0  # nominations so far, each weighted by its cohort tree's ClusterQueues (`_weight`)
+        self._weights: dict[str, int] = {}
 
     # -- placement helpers -------------------------------------------------
     def _resolve(self, wl: Workload) -> tuple[str | None, str]:
@@ -155,7 +158,8 @@ class Scheduler:
         key = (cq, self.queues[cq].shape_of(wl))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = RequestPlan.of(spec, self._requests(wl, spec))
+            plan = self._plans[key] = RequestPlan.of(spec, self._requests(wl, spec)).with_selection(
+                spec, self.config.flavor_labels, wl)
         return plan
 
     def _next_order(self) -> tuple[int, int]:
@@ -292,6 +296,7 @@ class Scheduler:
         if not popped:
             return None
         self.cycle += 1
+        self.work += sum(self._weight(cq) for cq, _ in popped)
         parked_before = sum(q.parked_count for q in self.queues.values())
         entries = [e for e in (self._nominate(cq, wl) for cq, wl in popped) if e is not None]
         entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.workload.created, e.workload.name))
@@ -309,6 +314,15 @@ class Scheduler:
         changed |= self._evict(victims)
         parked_after = sum(q.parked_count for q in self.queues.values())
         return changed or parked_after > parked_before
+
+    def _weight(self, cq: str) -> int:
+        """The work of nominating a head of ``cq``: the ClusterQueues of its cohort tree,
+        which a nomination that looks for preemption candidates walks (a queue without
+        a cohort counts 1). Deterministic, and roughly proportional to the CPU it costs."""
+        if cq not in self._weights:
+            root = self.tree.cqs[cq].root()
+            self._weights[cq] = len(root.subtree_cqs()) if root.is_cohort else 1
+        return self._weights[cq]
 
     def _process(
         self,
@@ -514,9 +528,12 @@ def _idle_limit(config: Config) -> int:
 
 
 def simulate(
-    objects: Iterable[Mapping[str, Any]], workloads: Iterable[Workload], *, max_cycles: int = 100_000
+    objects: Iterable[Mapping[str, Any]], workloads: Iterable[Workload], *, max_cycles: int = 100_000,
+    max_work: int | None = None,
 ) -> Simulation:
-    """Run Kueue's admission loop over ``workloads`` against the Kueue ``objects`` until it settles."""
+    """Run Kueue's admission loop over ``workloads`` against the Kueue ``objects`` until it settles,
+    or until its work (``Scheduler.work``) reaches ``max_work``: a bound counted, not timed, so a
+    replay stops at the same cycle on every run and machine (``Simulation.stopped`` says so)."""
     config = parse_objects(objects)
     sched = Scheduler(config)
     items = sorted(workloads, key=attrgetter("name"))
@@ -547,6 +564,13 @@ def simulate(
                 )
                 stopped = True
                 break
+            if max_work is not None and sched.work >= max_work:
+                sched.stopped = (f"stopped at its work bound in cycle {sched.cycle}, before it settled "
+                                 f"({sched.work:,} units of work: nominations, each weighted by the "
+                                 f"ClusterQueues of its cohort)")
+                sched.events.append(sched.stopped)
+                stopped = True
+                break
             changed = sched.run_cycle()
             if changed is None:
                 break
@@ -574,5 +598,6 @@ def simulate(
         cycles=sched.cycle,
         events=tuple(sched.events),
         usage=sched.usage(),
+        stopped=sched.stopped,
     )
 

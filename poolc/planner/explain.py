@@ -99,6 +99,17 @@ class FinalState:
             self._demand = {r.id: r.demand for r in self.problem.requests}
         return self._demand
 
+    def short_keys(self, pool_name: str) -> set[str]:
+        """Keys the pool is short on: what runs once the plan is carried out plus
+        what its preemptions free exceeds the capacity (the victims had to go)."""
+        freed: dict[str, int] = {}
+        for alloc in self.problem.running:
+            if alloc.pool == pool_name and alloc.name in self.solution.preempted:
+                for k, units in alloc.holds.items():
+                    freed[k] = freed.get(k, 0) + units
+        capacity = self.problem.pool(pool_name).capacity
+        return {k for k, cap in capacity.items() if self.used[pool_name].get(k, 0) + freed.get(k, 0) > cap}
+
     def free(self, pool_name: str, key: str) -> int:
         return self.problem.pool(pool_name).capacity[key] - self.used[pool_name].get(key, 0)
 
@@ -293,11 +304,12 @@ def reasons_sentence(reasons: list[str]) -> str:
 def preemption_keys(state: FinalState, victim: Running, displaced_for: list[str],
                     borrowed_before: Mapping[str, int]) -> tuple[list[str], list[str]]:
     """(the keys the victim was preempted on, the requests among ``displaced_for``
-    that need one of them): the borrowed keys on which the pool would be over
-    capacity if it kept running, else those the displacing requests ask for."""
+    that need one of them): the borrowed keys on which the pool is short (what it
+    admits does not fit beside everything that ran before the plan's preemptions,
+    the rule that allows a victim at all), else those the displacing requests ask for."""
     pool = state.problem.pool(victim.pool)
-    short = [k for k in sorted(borrowed_before)
-             if state.used[pool.name].get(k, 0) + victim.holds.get(k, 0) > pool.capacity.get(k, 0)]
+    short_keys = state.short_keys(pool.name)
+    short = [k for k in sorted(borrowed_before) if borrowed_before[k] > 0 and k in short_keys]
     demand = state.demands()
     if not short:
         demands = [demand[rid] for rid in dict.fromkeys(displaced_for) if rid in demand]

@@ -52,6 +52,21 @@ def pod_requests(job: Mapping) -> dict[str, int]:
     return total
 
 
+def node_selection(job: Mapping) -> tuple[tuple[tuple[str, str], ...], tuple | None]:
+    """A Job's pod nodeSelector and the terms of its required node affinity, as the
+    simulator's Workload holds them (what Kueue's flavor assigner matches)."""
+    spec = job["spec"]["template"]["spec"]
+    selector = tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items()))
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required is None:
+        return selector, None
+    terms = tuple(tuple((e["key"], e["operator"], tuple(e.get("values") or ()))
+                        for e in term.get("matchExpressions") or ())
+                  for term in required.get("nodeSelectorTerms") or ())
+    return selector, terms
+
+
 def holds_requests(holds: Mapping[str, int]) -> dict[str, int]:
     """A running allocation's holds in Kueue's units (custom keys are not pod resources)."""
     total = {"pods": 1}
@@ -88,16 +103,37 @@ def workloads(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: 
         labels = job["metadata"].get("labels", {})
         if QUEUE_LABEL not in labels:
             continue  # unmanaged: Kueue does not hold it back
+        selector, affinity = node_selection(job)
         found.append(Workload(name=request_id, namespace=job["metadata"]["namespace"], queue_name=labels[QUEUE_LABEL],
                               priority=values.get(labels.get(PRIORITY_LABEL, ""), 0), requests=pod_requests(job),
-                              created=arrival[request_id], batch=(batch_of or {}).get(request_id, 0)))
+                              created=arrival[request_id], batch=(batch_of or {}).get(request_id, 0),
+                              node_selector=selector, affinity=affinity))
     return found
 
 
+# The replay's work bound (kueuesim's ``simulate(max_work=...)``): nominations weighted by the
+# ClusterQueues of their cohort, counted, never timed, so a stopped replay stops at the same
+# cycle on every run. Hundreds of step operators with a policy each on one pool make hundreds of
+# ClusterQueues in one cohort, and every nomination that looks for preemption candidates walks
+# them all: 2,500 steps and 400 operators took 71 CPU s to replay. The bound grows with the
+# workloads (a plan ten times larger may replay ten times longer) from a floor no small platform
+# reaches; docs/targets.md says what a plan says when it stops the replay.
+REPLAY_WORK_MIN = 200_000
+REPLAY_WORK_PER_WORKLOAD = 200
+
+
+def work_bound(workloads: int) -> int:
+    """The replay's work bound for this many workloads (pending and running)."""
+    return REPLAY_WORK_MIN + REPLAY_WORK_PER_WORKLOAD * workloads
+
+
 def replay(objects: Sequence[Mapping], jobs: Mapping[str, Mapping], arrival: Mapping[str, int],
-           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None) -> Simulation:
-    """Kueue's scheduler over these objects until nothing more can be admitted."""
-    return simulate(objects, workloads(objects, jobs, arrival, running, batch_of))
+           running: Iterable[RunningWorkload], batch_of: Mapping[str, int] | None = None,
+           max_work: int | None = None) -> Simulation:
+    """Kueue's scheduler over these objects until nothing more can be admitted, or
+    until ``max_work`` (default `work_bound`; then ``Simulation.stopped`` says so)."""
+    items = workloads(objects, jobs, arrival, running, batch_of)
+    return simulate(objects, items, max_work=work_bound(len(items)) if max_work is None else max_work)
 
 
 def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dict[str, str]:
@@ -108,11 +144,14 @@ def admitted_policies(simulation: Simulation, objects: Iterable[Mapping]) -> dic
             if o.status == ADMITTED and o.cluster_queue in cq_policy and cq_policy[o.cluster_queue]}
 
 
-def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str, str]) -> list[RuntimeDifference]:
+def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str, str],
+                unstoppable: Mapping[str, str] | None = None) -> list[RuntimeDifference]:
     """Where the cluster will do otherwise than ``plan``: per Kubernetes request
     (allocated vs left pending, queued vs admitted) and per running allocation
     (preempted by one and not the other). ``running_of_step``: step id -> the
-    allocation that already runs it."""
+    allocation that already runs it; ``unstoppable``: victims poolc meant to stop
+    itself but cannot, and why. A workload the simulation never saw (a queued step
+    held back, a victim its stop object removed) is no difference."""
     outcomes = simulation.outcomes
     found: list[RuntimeDifference] = []
     for request in plan.requests:
@@ -135,7 +174,7 @@ def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str
             found.append(RuntimeDifference(name, "running", PREEMPTED,
                                            f"the plan keeps it running, but Kueue will preempt it: {outcome.reason}"))
         elif outcome.status == ADMITTED and name in preempted:
+            why = (unstoppable or {}).get(name, "no workload Kueue admits needs its quota")
             found.append(RuntimeDifference(name, PREEMPTED, "running",
-                                           "the plan preempts it, but Kueue will keep it running: no workload "
-                                           "Kueue admits needs its quota"))
+                                           f"the plan preempts it, but Kueue will keep it running: {why}"))
     return sorted(found, key=lambda x: x.id)

@@ -108,7 +108,11 @@ def _tiers(problem: Problem, solution: Solution) -> tuple[Tier, ...]:
     if solution.strategy != "optimal":
         return ()
     tiers = objective_tiers(problem)
-    return tiers if len(tiers) == len(solution.objective) else ()
+    if len(tiers) != len(solution.objective):
+        return ()
+    if len(solution.bounds) != len(tiers):
+        return tiers
+    return tuple(Tier(t.kind, t.priority, bound) for t, bound in zip(tiers, solution.bounds, strict=True))
 
 
 def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], *,
@@ -131,7 +135,8 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         # `for` names only the requests that needed a key the victim was preempted on
         _, needing = preemption_keys(state, victim, displaced, before.get(name, {}))
         preemptions[name] = Preemption(name, victim.pool, tuple(sorted(needing)),
-                                       preempted_message(state, victim, displaced, before.get(name, {})))
+                                       preempted_message(state, victim, displaced, before.get(name, {})),
+                                       victim.workload)
     by_id = {r.id: r for r in problem.requests}
     planned = []
     for step in requests:
@@ -171,7 +176,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         elif not eligible and not reasons:
             planned.append(entry(ALLOCATED, unmanaged_message(request.requester), reason=UNMANAGED))
         elif not eligible:
-            rule, message = rejection(step.step, reasons)
+            rule, message = rejection(step.step, reasons, request.gpu_type)
             planned.append(entry(REJECTED, message, reason=rule))
         else:
             # it waits in the queue of its first eligible policy (priority, then pool name);

@@ -15,6 +15,7 @@ class Solution:
     status: str = "OPTIMAL"                         # "OPTIMAL" | "FEASIBLE" (a limit stopped the solve)
     objective: list[int] = field(default_factory=list)  # tier values in order (docs/planning.md#tiers) ([] for zenml)
     gap: float = 0.0                                # largest relative gap between a tier's value and its bound
+    bounds: list[int] = field(default_factory=list)     # per tier, the best bound proven ([] for zenml)
     # admitted request ids the plan counts inside their policy's free reserved share
     # (the optimal strategy's in-share set); they walk the reserved share first
     in_share: frozenset[str] = frozenset()

@@ -272,9 +272,10 @@ class _Simulation:
                 return
 
     def eligible(self, request: Request) -> list[PolicyRule]:
-        """Eligibility, by priority (desc) then pool name; memoized because steps
+        """Eligibility, in preference order (the step's pools, then priority (desc), then pool
+        name); memoized because steps
         of one pipeline template repeat the same requester and demand."""
-        memo_key = (request.requester, request.preemptible, tuple(sorted(request.demand.items())))
+        memo_key = (request.requester, request.preemptible, tuple(sorted(request.demand.items())), request.placement)
         rules = self._eligible.get(memo_key)
         if rules is None:
             found, _ = eligible_policies(self.problem, request)

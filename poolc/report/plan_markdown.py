@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..domain.plan import Plan, PlannedRequest
 from ..escape import guard_lines, md_code, md_fence, md_html, md_text
-from .objective import objective_rows
+from .objective import objective_rows, unproven_line
 
 LIMIT = 65_536
 # What the sections may use together; the headline and the notes need the rest.
@@ -78,13 +78,26 @@ def _headline(plan: Plan) -> list[str]:
                    else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
     lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
              f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-             "", f"strategy {md_code(solver.strategy)} ({proven}){runtime}", ""]
+             "", f"strategy {md_code(solver.strategy)} ({proven}){runtime}", "", *_not_proven(plan)]
+    if plan.runtime is not None and plan.runtime.submit == "all" and solver.strategy != "kueue":
+        lines += ["> Every Job goes to Kueue (`--submit all`): Kueue, not this plan, decides which steps wait "
+                  "and which running work it preempts. The plan to read is "
+                  "`poolc plan --strategy kueue --submit all`.", ""]
     tiers = objective_rows(solver)
     if tiers:
         lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
                   *_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), "",
                   "</details>", ""]
     return lines
+
+
+def _not_proven(plan: Plan) -> list[str]:
+    """What was not proven or not checked: the tiers the solver did not prove, and
+    a runtime check its work bound stopped, one line each, if any."""
+    lines = [unproven_line(plan.solver) or ""]
+    if plan.runtime is not None and plan.runtime.stopped:
+        lines.append(f"The runtime check stopped: {plan.runtime.stopped}.")
+    return [x for line in lines if line for x in (line, "")]
 
 
 def _pools(plan: Plan, budget: int) -> list[str]:

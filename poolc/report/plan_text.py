@@ -22,7 +22,7 @@ from rich.text import Text
 
 from .. import escape
 from ..domain.plan import Plan, Runtime
-from .objective import objective_rows
+from .objective import objective_rows, proofs
 
 WIDTH = 100
 _STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
@@ -44,15 +44,16 @@ def _table(*columns: str) -> Table:
     return table
 
 
-def _objective(console: Console, tiers: list[tuple[str, str, int]]) -> None:
-    """Each tier in the order it was optimised, the ones above held at their values."""
+def _objective(console: Console, tiers: list[tuple[str, str, int]], proven: list[str]) -> None:
+    """Each tier in the order it was optimised, the ones above held at their values;
+    with a proof column (`proofs`) when some tier is not proven."""
     if not tiers:
         return
     console.print(Text("Objective, in order (each tier optimised with the ones above held)", style="bold underline"))
-    table = _table("", "what", "value")
+    table = _table("", "what", "value", *(["proof"] if proven else []))
     table.columns[2].justify = "right"
-    for goal, what, value in tiers:
-        table.add_row(goal, what, str(value))
+    for row, (goal, what, value) in enumerate(tiers):
+        table.add_row(goal, what, str(value), *([proven[row]] if proven else []))
     console.print(_indented(table, 2))
     console.print()
 
@@ -172,7 +173,9 @@ def _changes(console: Console, changes: Mapping, diffs: Mapping[str, str]) -> No
 def _runtime(console: Console, runtime: Runtime) -> None:
     """What the cluster will do with what apply writes, where it differs from the plan."""
     console.print(Text(f"What the cluster will do ({runtime.engine})", style="bold underline"))
-    if runtime.agrees:
+    if runtime.stopped:
+        console.print(_indented(f"stopped: {runtime.stopped}", 2), style="yellow")
+    elif runtime.agrees:
         console.print("  agrees with the plan on every Kubernetes request and running allocation")
     for difference in runtime.differences:
         console.print(Text(f"  ! {difference.id}  plan: {difference.plan}, cluster: {difference.cluster}",
@@ -212,7 +215,7 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     counts = ", ".join(f"{len(plan.by_status(s))} {s}" for s, _ in _STATUSES)
     console.print(f"{len(plan.requests)} steps: {counts}; {len(plan.preempted)} preempted")
     console.print()
-    _objective(console, tiers)
+    _objective(console, tiers, proofs(solver))
     _pools(console, plan)
     _policies(console, plan)
     _requests(console, plan)

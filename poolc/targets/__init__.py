@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .context import TargetContext
 
 TARGETS = {"kubernetes": "poolc.targets.kubernetes", "kueue": "poolc.targets.kueue",
-           "sagemaker": "poolc.targets.sagemaker"}
+           "sagemaker": "poolc.targets.sagemaker", "stops": "poolc.targets.stops"}
 
 
 def render_target(name: str, ctx: TargetContext) -> dict[str, str]:

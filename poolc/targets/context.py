@@ -24,6 +24,10 @@ Component = KubernetesComponent | SageMakerComponent
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "poolc"}
 LABEL_PREFIX = "poolc.dev/"
+# How Jobs reach Kueue (docs/apply.md#gate-mode-the-cluster-runs-the-plan): "gate" writes Jobs only for the steps the
+# plan allocates and stops the plan's victims; "all" submits every Job and lets Kueue decide.
+GATE, ALL = "gate", "all"
+SUBMIT_MODES = (GATE, ALL)
 
 
 @dataclass(frozen=True)
@@ -34,15 +38,17 @@ class TargetContext:
     pools: tuple[Pool, ...]
     policy_rules: tuple[PolicyRule, ...]
     version: str = __version__
+    submit: str = GATE
     # what a target renders once per context and reads twice (the runtime check
     # and the files read the same Jobs and Kueue objects): key -> value; not an
     # __init__ field, so a dataclasses.replace copy (another plan) starts empty
     rendered: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
-    def of(cls, config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None) -> TargetContext:
+    def of(cls, config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None,
+           submit: str = GATE) -> TargetContext:
         """The context of ``plan``, made from ``config``; ``requests`` are the config's
-        step requests when the caller already built them."""
+        step requests when the caller already built them; ``submit``: gate or all."""
         pools = pools_of(config)
         rules = policies_of(config, {p.name: p for p in pools})
         steps = tuple(requests if requests is not None else build_requests(config))
@@ -51,7 +57,9 @@ class TargetContext:
             if planned.policy is not None and planned.policy not in known:
                 raise ValueError(f"the plan sends {planned.id!r} through policy {planned.policy!r}, "
                                  "which the configuration does not define")
-        return cls(config, plan, steps, pools, rules)
+        if submit not in SUBMIT_MODES:
+            raise ValueError(f"unknown submit mode {submit!r}; choose one of {', '.join(SUBMIT_MODES)}")
+        return cls(config, plan, steps, pools, rules, submit=submit)
 
     # --- lookups ---------------------------------------------------------------
 

@@ -14,11 +14,13 @@ import json
 import re
 from collections import defaultdict
 
+from ..domain.gpu_models import node_selection
 from ..domain.naming import MAX_NAME, dns_label, hash_suffixed, local_queue_name, priority_class_name, short_name
+from ..domain.plan import QUEUED
 from ..model import KubernetesComponent
-from ..requests import GPU_PRODUCT_LABEL, StepRequest, step_inputs
+from ..requests import StepRequest, step_inputs
 from ..units import format_mcpu, format_memory_mb
-from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
+from .context import GATE, LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 
 BUILTIN_KEYS = ("gpu", "mcpu", "memory_mb", "step_run")
@@ -147,8 +149,8 @@ def render_job(ctx: TargetContext, request: StepRequest, component: KubernetesCo
         pod["serviceAccountName"] = component.service_account
     if policy is not None:
         pod["priorityClassName"] = priority_class_name(policy.priority)
-    if request.gpu_product is not None:
-        pod["nodeSelector"] = {GPU_PRODUCT_LABEL: request.gpu_product}
+    if request.gpu_product is not None and request.settings.gpu_type:
+        pod.update(node_selection(request.settings.gpu_type))   # the models its gpu_type accepts
     pod["containers"] = [_container(ctx, request)]
     if request.settings.shm:
         pod["volumes"] = [_shm_volume(request.settings.shm)]
@@ -225,6 +227,23 @@ def jobs(ctx: TargetContext) -> dict[str, dict]:
     return found  # type: ignore[return-value]
 
 
+def job_dir(ctx: TargetContext, request: StepRequest) -> str:
+    """Where a step's Job goes: ``kubernetes``, or in gate mode ``kubernetes/queued``
+    for a step the plan queues (never matched by ``kubectl apply -R -f
+    kubernetes/<namespace>/``: a queued step starts only when a later plan admits it)."""
+    return "kubernetes/queued" if ctx.submit == GATE and ctx.is_queued(request) else "kubernetes"
+
+
+def submitted_jobs(ctx: TargetContext) -> dict[str, dict]:
+    """The Jobs that reach Kueue: every Job with ``--submit all``; in gate mode only
+    those of the steps the plan does not queue (what the runtime check replays)."""
+    rendered = jobs(ctx)
+    if ctx.submit != GATE:
+        return rendered
+    planned = ctx.planned
+    return {rid: job for rid, job in rendered.items() if rid not in planned or planned[rid].status != QUEUED}
+
+
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
     files: dict[str, str] = {}
@@ -235,7 +254,7 @@ def render(ctx: TargetContext) -> dict[str, str]:
         policy = ctx.policy_of(request)
         if policy is not None:
             sources.append(ctx.policy_entry(policy.name).doc.file)
-        path = f"kubernetes/{component.namespace}/{request.pipeline}--{request.step}.job.yaml"
+        path = f"{job_dir(ctx, request)}/{component.namespace}/{request.pipeline}--{request.step}.job.yaml"
         files[path] = dump_all([job], version=ctx.version, sources=sources)
     classes = render_priority_classes(ctx)
     if classes is not None:

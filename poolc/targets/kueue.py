@@ -160,14 +160,18 @@ def local_queue(policy: PolicyRule, namespace: str, preemptible: bool) -> dict:
 
 
 def resource_flavor(pool: Pool, spec: ResourcePoolSpec | None = None) -> dict:
-    """One flavor per pool. The pool's ``node_labels`` and ``tolerations`` become the
-    flavor's: when Kueue admits a workload on this flavor it adds the node labels to
-    the pods' node selector and the tolerations to their tolerations, so work admitted
-    on the pool's quota runs on the pool's nodes. GPU models are still chosen per Job
-    (a node selector on nvidia.com/gpu.product)."""
+    """One flavor per pool (a pool is one quota in poolc, and one GPU model: P009).
+    The labels every node of the pool carries (its ``node_labels``, the labels all its
+    node groups share, their GPU model) and its ``tolerations`` become the flavor's:
+    Kueue admits a workload on this flavor only when the pod's node selector and
+    required node affinity agree with these labels, then adds them to the pods' node
+    selector and the tolerations to their tolerations, so work admitted on the pool's
+    quota runs on the pool's nodes, and a Job asking another GPU model is never
+    admitted here (docs/targets.md#kueue)."""
     flavor: dict = {}
-    if spec is not None and spec.node_labels:
-        flavor["nodeLabels"] = dict(sorted(spec.node_labels.items()))
+    labels = spec.flavor_node_labels() if spec is not None else {}
+    if labels:
+        flavor["nodeLabels"] = labels
     if spec is not None and spec.tolerations:
         # Kubernetes' field order; the list keeps the user's order (it is atomic in the CRD)
         flavor["tolerations"] = [t.model_dump(exclude_none=True) for t in spec.tolerations]
