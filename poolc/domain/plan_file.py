@@ -72,11 +72,24 @@ class PreemptionModel(_Model):
     workload: Str | None = None
 
 
+def _covers(name: str, table: dict[str, int], keys: dict[str, int], what: str) -> None:
+    missing = sorted(set(keys) - set(table))
+    if missing:
+        shown = repr(missing[0]) if len(repr(missing[0])) < 60 else repr(missing[0])[:60] + "…"
+        raise ValueError(f"{name!r} has no {what} for the key {shown} (the renderers read one for every key)")
+
+
 class PoolModel(_Model):
     name: Str
     capacity: Ints
     used: Ints
     free: Ints
+
+    @model_validator(mode="after")
+    def _every_key(self) -> PoolModel:
+        _covers("used", self.used, self.capacity, "value")
+        _covers("free", self.free, self.capacity, "value")
+        return self
 
 
 class PolicyModel(_Model):
@@ -87,6 +100,12 @@ class PolicyModel(_Model):
     limit: Ints
     used: Ints
     borrowed: Ints
+
+    @model_validator(mode="after")
+    def _every_key(self) -> PolicyModel:
+        for name, table in (("reserved", self.reserved), ("limit", self.limit), ("borrowed", self.borrowed)):
+            _covers(name, table, self.used, "value")
+        return self
 
 
 class DiagnosticModel(_Model):
