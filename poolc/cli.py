@@ -245,6 +245,9 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @click.option("--format", "fmt", type=click.Choice(PLAN_FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when nothing changes, 2 when an allocation, a generated file or the state would.")
+@click.option("--base", "base_file", type=click.Path(dir_okay=False),
+              help="A plan of the base branch's inputs against the same state (poolc plan --out there): "
+                   "the output leads with what this change does against it.")
 @click.option("--verbose", "-v", is_flag=True, help="Solver progress and timings on stderr.")
 @click.option("--forecast", is_flag=True, help="Roll the plan forward: when each waiting step starts, GPU-hours "
               "and money per team (docs/forecast.md).")
@@ -255,7 +258,8 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @color_option
 @guarded
 def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: str, out_file: str | None,
-         output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, verbose: bool,
+         output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None,
+         verbose: bool,
          forecast: bool, horizon: str, instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
@@ -266,14 +270,24 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
     import time
 
     from .domain.plan import to_json
-    from .plan import plan_paths
+    from .plan import BaseMismatch, InvalidConfiguration, plan_paths
     from .writer import write_atomic
 
+    base = _read_base(base_file) if base_file else None
     horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
-    result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
-                        progress=_progress(quiet, verbose), output_dir=output_dir, observed=observed or None,
-                        submit=submit)
+    try:
+        result = plan_paths(paths or (".",), state_file=state_file, strategy=strategy,
+                            progress=_progress(quiet, verbose), output_dir=output_dir,
+                            observed=observed or None, submit=submit, refuse_invalid=True, base=base)
+    except InvalidConfiguration as invalid:
+        _print_errors_only(invalid.validation.diagnostics, fmt, paths or (".",), quiet)
+        if forecast:
+            click.echo("poolc: no forecast: the inputs do not validate (see the errors above)", err=True)
+        sys.exit(EXIT_FINDINGS)
+    except BaseMismatch as exc:
+        click.echo(f"poolc: {base_file}: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
     if verbose:
         click.echo(f"poolc: planned in {time.perf_counter() - started:.2f} s", err=True)
     _state_note(state_file, result.state.missing, quiet)
@@ -302,6 +316,56 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
     if detailed_exitcode and result.changed:
         sys.exit(EXIT_CHANGES)
     sys.exit(EXIT_OK)
+
+
+def _read_base(path: str) -> Any:
+    """The base plan of `plan --base`; exit 1 with one line when it is not one this
+    poolc can compare with (unreadable, not a plan, another format version)."""
+    import json
+
+    from .domain.plan import FORMAT_VERSION, Plan, PlanFormatError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        click.echo(f"poolc: cannot read the base plan {path}: {getattr(exc, 'strerror', None) or exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    except (ValueError, RecursionError) as exc:
+        click.echo(f"poolc: the base plan {path} is not a plan file: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    version = data.get("format_version") if isinstance(data, dict) else None
+    if isinstance(data, dict) and version != FORMAT_VERSION:
+        click.echo(f"poolc: the base plan {path} has plan format version {version!r}, this poolc writes version "
+                   f"{FORMAT_VERSION}: plan the base branch with the same poolc as this one", err=True)
+        sys.exit(EXIT_FINDINGS)
+    try:
+        return Plan.from_json(data)
+    except PlanFormatError as exc:
+        click.echo(f"poolc: the base plan {path}: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+
+
+def _print_errors_only(diagnostics: list[Diagnostic], fmt: str, paths: tuple[str, ...], quiet: bool) -> None:
+    """A configuration with errors: the diagnostics are the output (no plan, no
+    PLANFILE), in the format asked for, and on stderr as text for the log."""
+    import shlex
+
+    from .report import render, summary
+
+    shown = [x for x in diagnostics if x.severity == "error"] if quiet else list(diagnostics)
+    if fmt == "markdown":
+        from .report.plan_markdown import render_errors
+
+        command = "poolc validate " + " ".join(shlex.quote(p) for p in paths)
+        click.echo(render_errors([x for x in diagnostics if x.severity == "error"], command), nl=False)
+    elif fmt != "text":
+        click.echo(render(fmt, shown), nl=False)
+    click.echo(render("text", shown), nl=False, err=True)
+    if not quiet:
+        click.echo(summary(diagnostics), err=True)
+    click.echo("poolc: the configuration has errors (not only rejected steps); no plan made", err=True)
 
 
 def _horizon(text: str) -> int:

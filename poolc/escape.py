@@ -151,6 +151,24 @@ def md_text(value: object, limit: int = MD_TEXT_LIMIT) -> str:
     return _LINKISH.sub(lambda m: (m.group(1) or m.group(2) or "") + _ZWSP, clip(pieces, limit))
 
 
+_INERT = re.compile(r"(@)(?=[A-Za-z0-9])|(#)(?=[0-9])|(<)(?=[A-Za-z/!?])|(\])(?=[(\[])|(?<=[Ww]{3})(?=\.)|(:)(?=//)")
+
+
+def md_inert(value: object, limit: int = MD_TEXT_LIMIT) -> str:
+    """A string the comment may put as it is either in text or in a code span (the
+    renderer decides): one line, bounded, no ``##[``, and a zero-width space where
+    GitHub would otherwise make HTML (``<img``), a link (``](``), a mention, an issue
+    reference or an autolink. Invisible in both places; code spans themselves come
+    from ``md_code``, table pipes from the table."""
+    raw = str(value)
+    if "\n" in raw or "\r" in raw or "\t" in raw:   # a line break reads as a space, as in md_text
+        raw = raw.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    text_ = _guard_code(one_line(raw, limit))
+    if not _INERT.search(text_):
+        return text_
+    return _INERT.sub(lambda m: "".join(g for g in m.groups() if g) + _ZWSP, text_)
+
+
 def _guard_code(text_: str) -> str:
     return text_.replace(_LEGACY, _LEGACY_SAFE) if _LEGACY in text_ else text_
 

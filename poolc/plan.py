@@ -17,7 +17,6 @@ not requested again until its inputs change.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
 from .domain.borrowing import grant_order
+from .domain.change import compare, state_difference
 from .domain.eligibility import check_placement, check_policy
 from .domain.naming import allocation_name, step_label
 from .domain.plan import STRATEGIES, External, FileChange, Plan
@@ -48,12 +48,36 @@ from .state import (
     step_of,
 )
 from .targets.context import TargetContext
+from .textdiff import unified_diff
 from .validate import Validation, validate_paths
 from .writer import Tree, UnsafePath, read_regular, sha256_text
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
 _STEP_RULES = {d.R001.id, d.R002.id, d.R006.id, d.K002.id, d.K003.id}
+# A step's own rejection: the step can never run on this platform, the rest of the
+# configuration is sound, so the plan is still made (it lists the step as rejected).
+# Any other error means the configuration is not what its authors meant (a
+# misspelt stack, a broken indent): a plan of it would be a plan of another platform.
+STEP_REJECTIONS = frozenset({d.R003.id, d.R004.id, d.R006.id})
+
+
+def blocking_errors(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The errors that stop `poolc plan` before it plans: all but a step's own rejection."""
+    return [x for x in diagnostics if x.severity == "error" and x.rule not in STEP_REJECTIONS]
+
+
+class InvalidConfiguration(Exception):
+    """The configuration has errors other than step rejections: no plan is made."""
+
+    def __init__(self, validation: Validation, errors: list[Diagnostic]) -> None:
+        super().__init__(f"{len(errors)} error(s) in the configuration")
+        self.validation = validation
+        self.errors = errors
+
+
+class BaseMismatch(ValueError):
+    """A base plan (`plan --base`) that cannot be compared with this one; the message says why."""
 
 
 @dataclass
@@ -221,7 +245,8 @@ def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest
 def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
-               observed: Iterable[str] | None = None, submit: str = "gate") -> PlanResult:
+               observed: Iterable[str] | None = None, submit: str = "gate", refuse_invalid: bool = False,
+               base: Plan | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -234,9 +259,17 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     the cluster's report files; the plan starts from the state they imply
     (poolc.observe) instead of the state file, which is not written. ``submit``:
     how apply hands Jobs to Kueue, "gate" (only the allocated steps' Jobs, and stop
-    objects for the victims) or "all" (every Job; Kueue decides)."""
+    objects for the victims) or "all" (every Job; Kueue decides).
+    ``refuse_invalid``: raise InvalidConfiguration instead of planning when an
+    error other than a step's rejection is found. ``base``: a plan of the base
+    branch's inputs against the same state; the plan's ``base`` section says what
+    this one changes against it (BaseMismatch when it was made against another state)."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
     validation = validate_paths(list(paths) or ["."])
+    if refuse_invalid:
+        errors = blocking_errors(validation.diagnostics)
+        if errors:
+            raise InvalidConfiguration(validation, errors)
     config = validation.config
     state_path = state_file or DEFAULT_STATE
     state = read_state(state_path)
@@ -270,6 +303,11 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     problem = problem_from_config(config, plannable, state_allocations)
 
     digests = input_digests(config, state.allocations)   # computed once: the plan's and its inputs'
+    if base is not None and state.ok:
+        mismatch = state_difference(base, digests)
+        if mismatch is not None:
+            raise BaseMismatch(f"the base plan cannot be compared with this one: {mismatch}; plan the base "
+                               "branch against the same state file (`poolc plan --state FILE --out PLANFILE`)")
 
     def assembled(solution: Solution) -> Plan:
         return assemble(problem, solution, live, rejected=rejected, running=running,
@@ -288,7 +326,10 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         from .runtime import replay, with_runtime
 
         plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
-    plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations))
+    plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations),
+                               teams=_teams(validation.config))
+    if base is not None:
+        plan = dataclasses.replace(plan, base=compare(base, plan, _victim_policies(problem).get))
     if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
         from .waiting import with_waits  # only with the cycle's time given: same inputs, same plan
 
@@ -298,6 +339,22 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
         _what_changes(result, config=validation.config, requests=live, inputs=inputs,
                       output_dir=output_dir, now=resolve_now(now), context=context)
     return result
+
+
+def _teams(config: Config) -> dict[str, str]:
+    """Pipeline -> its ``metadata.labels.team``, where it has one."""
+    return {name: entry.obj.metadata.labels["team"] for name, entry in sorted(config.pipelines.items())
+            if "team" in entry.obj.metadata.labels}
+
+
+def _victim_policies(problem: Problem) -> dict[str, str]:
+    """Running allocation -> the policy it runs through (preemptions are counted per policy)."""
+    found = {}
+    for alloc in problem.running:
+        policy = problem.policy_for(alloc.subject, alloc.pool)
+        if policy is not None:
+            found[alloc.name] = policy.name
+    return found
 
 
 def _external(allocations: Iterable[Allocation]) -> tuple[External, ...]:
@@ -378,9 +435,7 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
         if on_disk is not None:
             if on_disk != text:
                 file_changes.append(FileChange(path, "update" if path in recorded else "create"))
-                result.diffs[path] = "".join(difflib.unified_diff(
-                    on_disk.splitlines(keepends=True), text.splitlines(keepends=True),
-                    fromfile=f"a/{path}", tofile=f"b/{path}"))
+                result.diffs[path] = unified_diff(on_disk, text, path)
         elif path not in recorded:
             file_changes.append(FileChange(path, "create"))
         elif recorded[path] != file_digests[path] or result.output_dir:

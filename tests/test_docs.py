@@ -278,18 +278,3 @@ def test_the_worked_example_of_planning_md_gives_the_documented_plan():
     assert '"objective": [1, 2, 1, 0, 7, 2, 2]' in text
     quoted = text.split("Objective, in order", 1)[1].split("```", 1)[0]
     assert "Objective, in order" + quoted in words
-
-
-def test_the_readme_workflow_posts_the_markdown_plan():
-    """The README's pull-request workflow is valid YAML and runs the options that exist."""
-    from ruamel.yaml import YAML
-
-    from poolc.cli import PLAN_FORMATS
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("### The plan as a pull-request comment", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    workflow = YAML(typ="safe").load(block)
-    runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["plan"]["steps"])
-    assert workflow["permissions"]["pull-requests"] == "write"
-    assert "poolc plan config/ --state poolc.state.json --observed workloads.json --format markdown" in runs
-    assert "markdown" in PLAN_FORMATS and "gh pr comment" in runs and "--method PATCH" in runs

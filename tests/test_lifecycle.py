@@ -115,7 +115,8 @@ def test_show_renders_a_saved_plan(platform):
 def test_the_markdown_comment_stays_under_githubs_limit(platform):
     comment = cli("plan", "examples", "--format", "markdown").stdout
     assert len(comment) < 65_536
-    for section in ("#### Queued (5)", "#### Preempted (1)", "#### Pools", "#### Policies", "#### Changes"):
+    for section in ("#### Queued (5)", "#### Running work preempted (1)", "<summary>Pools: capacity and use",
+                    "<summary>Policies: reserved", "<summary>What <code>poolc apply</code> would write"):
         assert section in comment
     assert "strategy `optimal` (proven optimal) · the cluster (Kueue) agrees" in comment
 

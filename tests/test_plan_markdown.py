@@ -100,15 +100,16 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
     plan, text = comment("review", tmp_path, monkeypatch)
     html = rendered(text)
     assert html.headings == [
-        "poolc plan: 2 allocated, 2 queued, 1 rejected, 2 preempted", "Where the cluster will differ (2)",
-        "Rejected (1)", "Queued (2)", "Preempted (2)", "Pools", "Policies", "Changes"]
+        "poolc plan: 2 allocated, 2 queued, 1 rejected, 2 preempted",
+        "Where the cluster will do otherwise than the plan (2)", "Running work preempted (1)", "Queued (2)",
+        "Rejected (1)"]
     tables = {tuple(t["header"]): t["rows"] for t in html.tables}
-    differences = tables["step or allocation", "plan", "cluster", "why"]
+    differences = tables["step", "team", "the cluster", "the plan", "why"]
     # gate mode: the queued vision sweep never reaches Kueue, so rerank is admitted as
     # planned; the lab borrower's Workload is unknown, so poolc cannot stop it
-    assert [row[:3] for row in differences] == [["hi-borrower", "preempted", "running"],
-                                                ["mid-eval/fixed", "allocated", "pending"]]
-    steps = [rows for header, rows in tables.items() if header == ("step", "policy", "demand", "why")]
+    assert [row[:4] for row in differences] == [["hi-borrower", "-", "keeps running", "preempted"],
+                                                ["mid-eval/fixed", "-", "stays pending", "allocated"]]
+    steps = [rows for header, rows in tables.items() if header == ("step", "team", "policy", "demand", "why")]
     assert len(html.tables) == 8 and len(steps) == 1      # rejected and queued share a header: one key
     assert tables["", "tier", "value"] == [
         ["maximised", "steps admitted inside their policy's free reserved share", "1"],
@@ -120,28 +121,34 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
         ["maximised", "arrival order: sum over admitted steps of (steps - arrival rank)", "5"],
         ["maximised", "most recently started preempted first: sum of their start ranks", "5"],
         ["maximised", "pool preference: higher-priority policy, then pool name", "2"]]
-    queued = [row for t in html.tables if t["header"][:2] == ["step", "policy"] for row in t["rows"]]
-    assert [row[0] for row in queued] == ["ranking-train/huge", "ranking-train/train", "vision-sweep/sweep"]
-    train = next(row for row in queued if row[0] == "ranking-train/train")
-    assert train[1] == "ranking-onprem"
-    assert train[3].startswith("non-preemptible share: policy ranking-onprem holds 8 of reserved gpu=12, needs 8; "
+    queued = [row for t in html.tables if t["header"][:3] == ["step", "team", "policy"] for row in t["rows"]]
+    assert [row[0] for row in queued] == ["ranking-train/train", "vision-sweep/sweep", "ranking-train/huge"]
+    train = queued[0]
+    assert train[2:4] == ["ranking-onprem", "8 GPU"]
+    assert train[4].startswith("non-preemptible share: policy ranking-onprem holds 8 of reserved 12 GPU, needs 8; "
                                "also gpu: needs 8, free 2 in pool onprem-gpu")
-    assert [row[0] for row in tables["allocation", "pool", "for", "why"]] == ["hi-borrower", "vision-c"]
-    assert len(tables["pool", "key", "capacity", "used", "free", ""]) == len(plan.pools) == 2
-    policies = tables["policy", "pool", "priority", "key", "reserved", "used", "borrowed", "limit", "of the limit"]
+    # hi-borrower is preempted by the plan but kept running by Kueue: said once, among the differences
+    assert [row[0] for row in tables["step", "team", "pool", "to make room for", "why"]] == ["vision-c"]
+    assert len(tables["pool", "resource", "capacity", "used", "free", ""]) == len(plan.pools) == 2
+    policies = tables["policy", "pool", "priority", "resource", "reserved", "used", "borrowed", "limit",
+                      "of the limit"]
     assert [row[:8] for row in policies] == [
-        ["hi-lab", "lab", "100", "gpu", "0", "0", "0", "8"], ["mid-lab", "lab", "50", "gpu", "4", "2", "0", "8"],
-        ["ranking-onprem", "onprem-gpu", "1000", "gpu", "12", "14", "2", "24"],
-        ["vision-onprem", "onprem-gpu", "300", "gpu", "0", "8", "8", "20"]]
+        ["hi-lab", "lab", "100", "GPU", "0", "0", "0", "8"], ["mid-lab", "lab", "50", "GPU", "4", "2", "0", "8"],
+        ["ranking-onprem", "onprem-gpu", "1000", "GPU", "12", "14", "2", "24"],
+        ["vision-onprem", "onprem-gpu", "300", "GPU", "0", "8", "8", "20"]]
     _assert_well_formed(html)
 
 
 def test_examples_comment_renders(tmp_path, monkeypatch):
+    from poolc.report.plan_view import waiting
+
     plan, text = comment("examples", tmp_path, monkeypatch)
     html = rendered(text)
     assert html.headings[0] == "poolc plan: 9 allocated, 5 queued, 0 rejected, 1 preempted"
-    queued = next(t for t in html.tables if t["header"][:2] == ["step", "policy"])
-    assert [row[0] for row in queued["rows"]] == [r.id for r in plan.by_status("queued")]
+    queued = next(t for t in html.tables if t["header"] == ["step", "team", "policy", "demand", "why"])
+    assert [row[0] for row in queued["rows"]] == [r.id for r in waiting(plan)]
+    assert [row[1] for row in queued["rows"]] == ["assistant", "vision", "vision", "vision", "vision"]
+    assert "> **Preempts running work:** `research-sweep-lr-02` will stop when this plan is applied." in text
     _assert_well_formed(html)
 
 
@@ -166,8 +173,8 @@ def test_a_pipe_in_a_message_stays_inside_its_cell(tmp_path, monkeypatch):
     plan, _ = comment("review", tmp_path, monkeypatch)
     odd = tuple(dataclasses.replace(r, message="a | b\nc") if r.status == "queued" else r for r in plan.requests)
     html = rendered(render_markdown(dataclasses.replace(plan, requests=odd)))
-    queued = [t for t in html.tables if t["header"][:2] == ["step", "policy"]][-1]
-    assert [row[3] for row in queued["rows"]] == ["a | b c", "a | b c"]
+    queued = [t for t in html.tables if t["header"][:3] == ["step", "team", "policy"]][0]
+    assert [row[4] for row in queued["rows"]] == ["a | b c", "a | b c"]
     _assert_well_formed(html)
 
 
@@ -180,13 +187,16 @@ def _many_queued(plan: Plan, count: int) -> Plan:
 def test_a_long_section_ends_after_whole_rows_with_a_note(tmp_path, monkeypatch):
     """Thousands of queued steps: the comment stays under the limit, the table ends
     after a whole row, says how many more there are and where, and the sections
-    after it (pools, policies, changes) are still there."""
+    after it (rejected steps; pools, policies, changes folded) are still there."""
     plan, _ = comment("review", tmp_path, monkeypatch)
     big = _many_queued(plan, 5000)
     text = render_markdown(big)
     assert len(text) < LIMIT
     html = rendered(text)
-    assert html.headings[-3:] == ["Pools", "Policies", "Changes"]
+    assert html.headings[-1] == "Rejected (1)"
+    for summary in ("Pools: capacity and use", "Policies: reserved, used, borrowed, limit",
+                    "What <code>poolc apply</code> would write"):
+        assert f"<summary>{summary}</summary>" in text
     queued = next(t for t in html.tables if t["rows"] and t["rows"][0][0].startswith("bulk/"))
     shown = len(queued["rows"])
     assert 0 < shown <= MAX_ROWS
@@ -212,7 +222,8 @@ def test_the_comment_of_a_10000_request_plan_stays_under_githubs_limit(tmp_path)
     html = rendered(text)
     assert html.headings[0].startswith(f"poolc plan: {len(plan.by_status('allocated'))} allocated, "
                                        f"{len(plan.by_status('queued'))} queued")
-    assert {f"Queued ({len(plan.by_status('queued'))})", "Pools", "Policies", "Changes"} <= set(html.headings)
+    assert f"Queued ({len(plan.by_status('queued'))})" in html.headings
+    assert "<summary>Pools: capacity and use</summary>" in text and "<summary>What <code>poolc apply" in text
     assert "more steps not shown to stay under GitHub's comment size" in text
     _assert_well_formed(html)
 

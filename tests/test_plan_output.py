@@ -413,10 +413,11 @@ def test_text_plan(tmp_path, monkeypatch):
     text = render_plan(result.plan, color=False)
     assert text == render_plan(plan_paths(["."], strategy=decided).plan, color=False)
     assert "\x1b[" not in text and all(len(line) <= 100 for line in text.splitlines())
-    assert text.splitlines()[:3] == [
+    assert text.splitlines()[:4] == [
         "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
-        "6 steps: 4 allocated, 0 queued, 2 rejected; 1 preempted",
+        "6 steps: 4 allocated, 0 queued, 2 rejected, 1 preempted",
+        "WARNING: preempts running work: sweep-old",
     ]
     for block in (
         "Objective, in order (each tier optimised with the ones above held)\n"
@@ -428,21 +429,22 @@ def test_text_plan(tmp_path, monkeypatch):
         "  maximised  arrival order: sum over admitted steps of (steps - arrival rank)     15\n"
         "  maximised  most recently started preempted first: sum of their start ranks       0\n"
         "  maximised  pool preference: higher-priority policy, then pool name               0\n",
-        "Policies\n  policy    pool  priority  key       reserved  used  borrowed  limit\n"
-        "  prod      dc         100  gpu              4     5         1      6\n"
-        "                            step_run         4     2         0     10\n"
-        "  research  dc          10  gpu              0     2         2      8\n"
-        "                            step_run         0     1         1     10\n",
-        "  dc\n    key       capacity  used  free\n    gpu              8     7     1\n"
-        "    step_run        10     3     7\n",
-        "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  gpu=6 step_run=1\n"
-        "      [R004] step 'fixed' is non-preemptible and asks gpu=6, but policy 'prod' reserves only gpu=4;\n"
+        "Policies\n  policy    pool  priority  resource   reserved  used  borrowed  limit\n"
+        "  prod      dc         100  GPU               4     5         1      6\n"
+        "                            step runs         4     2         0     10\n"
+        "  research  dc          10  GPU               0     2         2      8\n"
+        "                            step runs         0     1         1     10\n",
+        "  dc\n    resource   capacity  used  free\n    GPU               8     7     1\n"
+        "    step runs        10     3     7\n",
+        "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  6 GPU\n"
+        "      [R004] step 'fixed' is non-preemptible and asks 6 GPU, but policy 'prod' reserves only 4 GPU;\n"
         "      it can never be admitted: reserve more, or make the step preemptible\n",
-        "  adhoc/notebook  adhoc-k8s  outside every pool\n",
-        "Preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority 100) on gpu; "
-        "it borrowed gpu=4 above policy\n      research's reserved share\n",
-        "Changes\n  allocations: 3 new, 1 removed, 0 resized, 0 unchanged\n  + research--probe\n"
-        "  + train--eval\n  + train--train\n  - sweep-old\n  generated files: 7 to create, 0 to update, 0 to delete\n",
+        "  adhoc/notebook  adhoc-k8s  outside every pool\n      demand  1 core\n",
+        "Running work preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority "
+        "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
+        "Changes\n  running steps: 3 start, 1 stop, 0 restart resized, 0 keep running\n  + research/probe starts\n"
+        "  + train/eval starts\n  + train/train starts\n  - sweep-old stops\n"
+        "  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):
         assert block in text
     coloured = render_plan(result.plan, color=True)

@@ -94,7 +94,7 @@ class _Html(HTMLParser):
 
 # What poolc's comment is made of; anything else (img, a, b, script...) came from input.
 ALLOWED_TAGS = {"h3", "h4", "p", "table", "thead", "tbody", "tr", "th", "td", "code", "pre", "details", "summary",
-                "strong", "em", "ul", "li", "br"}
+                "strong", "em", "ul", "li", "br", "s", "del", "blockquote"}
 # What GitHub turns into a mention, an issue link or an autolink in text (not in code).
 LINKISH = re.compile(r"(?<![\w`])@[A-Za-z0-9]|(?<![\w&])#[0-9]|www\.|[A-Za-z][A-Za-z0-9+.-]*://|\w@\w+\.\w")
 

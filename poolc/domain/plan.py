@@ -16,12 +16,15 @@ the over-full key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..diagnostics import Diagnostic
 from ..escape import json_text
 from ..jsontext import dumps_sorted
+from .change import BaseComparison
+from .naming import allocation_name
 
 FORMAT_VERSION = 1
 ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
@@ -224,6 +227,22 @@ class Plan:
     inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
     policies: tuple[PolicyUsage, ...] = ()    # sorted by name
     external: tuple[External, ...] = ()       # foreign work the cluster runs through poolc's queues, by name
+    # pipeline -> its team (metadata.labels.team), for the people reading the plan
+    teams: Mapping[str, str] = field(default_factory=dict)
+    base: BaseComparison | None = None        # what the change does against a base plan (`plan --base`)
+
+    def team_of(self, request_id: str) -> str | None:
+        """The team of a step's pipeline, when its labels name one."""
+        return self.teams.get(request_id.partition("/")[0])
+
+    def step_of_allocation(self, name: str) -> str | None:
+        """The step a running allocation stands for (apply names it after the step);
+        None for an allocation written by hand."""
+        return self._steps_by_allocation.get(name)
+
+    @cached_property
+    def _steps_by_allocation(self) -> dict[str, str]:
+        return {allocation_name(r.id): r.id for r in self.requests}
 
     def diagnostics_list(self) -> list[Diagnostic]:
         """Validation and state diagnostics, in report order."""
@@ -248,6 +267,8 @@ class Plan:
             **({"finished": list(self.finished)} if self.finished else {}),
             **({"external": [x.as_dict() for x in self.external]} if self.external else {}),
             **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
+            **({"teams": dict(sorted(self.teams.items()))} if self.teams else {}),
+            **({"base": self.base.as_dict()} if self.base is not None else {}),
         }
 
 

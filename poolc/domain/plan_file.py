@@ -11,6 +11,7 @@ PlanFormatError naming the field (``requests[3].demand.gpu``), never a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Annotated, Any, Literal, get_args
@@ -203,6 +204,7 @@ class PlanModel(_Model):
     finished: list[Str] = []
     external: list[ExternalModel] = []
     inputs: dict[str, Str] | None = None
+    teams: dict[str, Str] = {}
 
 
 def _where(loc: tuple[int | str, ...]) -> tuple[str, str]:
@@ -267,7 +269,14 @@ def read_plan(data: str | Any) -> Plan:
         more = f" (and {len(errors) - _SHOWN_ERRORS} more)" if len(errors) > _SHOWN_ERRORS else ""
         raise PlanFormatError("not a poolc plan file: " + "; ".join(_sentence(e) for e in errors[:_SHOWN_ERRORS])
                               + more) from None
-    return _plan(model, data)
+    base = None
+    if "base" in data:   # `plan --base`'s comparison, read by its own module
+        from . import change
+
+        base = change.from_dict(data["base"])
+        if base is None:
+            raise PlanFormatError("not a poolc plan file: 'base' is not the comparison `plan --base` writes")
+    return dataclasses.replace(_plan(model, data), teams=dict(model.teams), base=base)
 
 
 def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:

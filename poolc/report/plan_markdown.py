@@ -1,34 +1,41 @@
 """The plan as a pull-request comment (`poolc plan --format markdown`, `poolc show`).
 
-A headline a reviewer reads first (counts, strategy, proven or not, whether the
-cluster agrees), then per pool and per policy what is reserved, used, borrowed
-and the limit with a bar per key, the changes (allocations and generated files,
-diffs folded in ``<details>``), queued steps with their reasons, preemptions,
-runtime differences and rejected steps. GitHub refuses comments over 65,536
-characters: every section gets a fair share of the budget (a small section
-leaves what it does not use to the big ones), and a table that does not fit ends
-after its last whole row with a line saying how many more rows the full plan
-has. Nothing is cut inside a table or a diff.
+A reviewer has ten seconds: the first screen says what the change does (with
+`--base`: the inputs changed, steps whose fate changed, each policy's counts
+before → after), who loses running work (a warning line), and why steps wait.
+A change with no effect is one paragraph. Then the plan as a whole: where the
+cluster will do otherwise (each such step once, with what really happens),
+preemptions, queued and rejected steps, and, folded, pools, policies, the
+solver's tiers and what `apply` writes (minimal diffs).
 
-Every string from the plan is input (a saved plan, or names, messages and
-generated files from the repository): it goes into the comment only through
-``poolc.escape`` (``md_code`` for names, ``md_text`` for prose, ``md_html`` and
-``md_fence`` for the folded diffs), which also bounds each field, so no field
-can take more than its share of the budget.
+Names and amounts are people's: step ids rather than allocation names, the
+pipeline's team, `4 GPU, 32 cores, 256 GiB`. GitHub refuses comments over
+65,536 characters: every section gets a fair share of the budget (a small
+section leaves what it does not use to the big ones), and a table that does
+not fit ends after its last whole row with a line saying how many more rows
+the full plan has. Nothing is cut inside a table or a diff.
+
+A configuration with errors gets no plan: ``render_errors`` is the comment then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from .. import escape
+from ..diagnostics import Diagnostic
+from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlannedRequest
-from ..escape import guard_lines, md_code, md_fence, md_html, md_text
+from ..escape import md_code, md_fence, md_html
+from . import plan_view as view
 from .objective import objective_rows, unproven_line
+from .quantities import amounts, cell, key_name
 
 LIMIT = 65_536
 # What the sections may use together; the headline and the notes need the rest.
 BUDGET = 60_000
 MAX_ROWS = 200
+MAX_NAMES = 10          # names listed in one line (the warning) before "and N more"
 UNLIMITED = 10**9
 _WHERE = "`poolc show PLANFILE --format json` or `poolc plan --format json` has them all"
 BAR_WIDTH = 10
@@ -37,6 +44,19 @@ BAR_WIDTH = 10
 def _cell(text: object) -> str:
     """A table cell: pipes and line breaks would break the table."""
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Inline code that survives any run of backticks inside it (``poolc.escape``)."""
+    return md_code(text)
+
+
+def _who(person: view.Who) -> str:
+    return _code(person.name)
+
+
+def _team(person: view.Who) -> str:
+    return person.team or "-"
 
 
 def bar(used: int, total: int) -> str:
@@ -68,27 +88,118 @@ def _table(header: Iterable[str], rows: Sequence[Sequence[object]], what: str, b
     return lines
 
 
-def _headline(plan: Plan) -> list[str]:
-    counts = {s: len(plan.by_status(s)) for s in ("allocated", "queued", "rejected")}
+def _names(people: Sequence[view.Who]) -> str:
+    shown = ", ".join(f"{_code(p.name)}" + (f" ({p.team})" if p.team else "") for p in people[:MAX_NAMES])
+    return shown + (f" and {len(people) - MAX_NAMES} more" if len(people) > MAX_NAMES else "")
+
+
+def _verdict(plan: Plan) -> str:
     solver = plan.solver
-    proven = "proven optimal" if solver.status == "OPTIMAL" else f"{md_text(solver.status)}, gap {solver.gap:g}"
+    proven = "proven optimal" if solver.status == "OPTIMAL" else f"{solver.status}, gap {solver.gap:g}"
     runtime = ""
     if plan.runtime is not None:
         runtime = (" · the cluster (Kueue) agrees" if plan.runtime.agrees
-                   else f" · **the cluster (Kueue) differs on {len(plan.runtime.differences)}**")
-    lines = [f"### poolc plan: {counts['allocated']} allocated, {counts['queued']} queued, "
-             f"{counts['rejected']} rejected, {len(plan.preempted)} preempted",
-             "", f"strategy {md_code(solver.strategy)} ({proven}){runtime}", "", *_not_proven(plan)]
-    if plan.runtime is not None and plan.runtime.submit == "all" and solver.strategy != "kueue":
+                   else f" · **the cluster (Kueue) will do otherwise for {len(plan.runtime.differences)}**")
+    return f"strategy `{solver.strategy}` ({proven}){runtime}"
+
+
+def _verdict_lines(plan: Plan) -> list[str]:
+    """The verdict, what was not proven or not checked, and who decides under `--submit all`."""
+    lines = [_verdict(plan), "", *_not_proven(plan)]
+    if plan.runtime is not None and plan.runtime.submit == "all" and plan.solver.strategy != "kueue":
         lines += ["> Every Job goes to Kueue (`--submit all`): Kueue, not this plan, decides which steps wait "
                   "and which running work it preempts. The plan to read is "
                   "`poolc plan --strategy kueue --submit all`.", ""]
-    tiers = objective_rows(solver)
-    if tiers:
-        lines += ["<details><summary>What the solver maximised and minimised, tier by tier</summary>", "",
-                  *_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), "",
-                  "</details>", ""]
     return lines
+
+
+# --- the change ---------------------------------------------------------------------
+
+def _warning(people: Sequence[view.Who], when: str) -> list[str]:
+    if not people:
+        return []
+    return [f"> [!WARNING]\n> **Preempts running work:** {_names(people)} {when}.", ""]
+
+
+def _change_head(plan: Plan, base: BaseComparison) -> list[str]:
+    added = set(base.preempted_added)
+    stopped = [s.who for s in view.preempted(plan) if (s.who.allocation or s.who.name) in added]
+    lines = [f"### poolc: {view.change_headline(plan, base)}", ""]
+    lines += _warning(stopped, "will stop when this change is applied")
+    return lines
+
+
+def _inputs(base: BaseComparison, budget: int) -> list[str]:
+    if not base.inputs:
+        return []
+    rows = [[kind, _code(name), what] for kind, name, what in map(view.input_sentence, base.inputs)]
+    return [f"#### What changed ({len(rows)})", "", *_table(["", "name", "change"], rows, "inputs", budget), ""]
+
+
+def _fates(plan: Plan, base: BaseComparison, budget: int) -> list[str]:
+    fates = view.fate_changes(plan, base)
+    if not fates:
+        return []
+    rows = [[_who(f.who), _team(f.who), f.before, f"**{f.after}**", f.why] for f in fates]
+    return [f"#### Steps whose fate changed ({len(rows)})", "",
+            *_table(["step", "team", "before", "now", "why"], rows, "steps", budget), ""]
+
+
+def _policy_counts(plan: Plan, base: BaseComparison, budget: int) -> list[str]:
+    lines: list[str] = []
+    if base.policies:
+        def moved(pair: tuple[int, int]) -> str:
+            return str(pair[0]) if pair[0] == pair[1] else f"{pair[0]} → **{pair[1]}**"
+
+        rows = [[_code(p.name), moved(p.admitted), moved(p.queued), moved(p.preempted)] for p in base.policies]
+        lines += ["#### Per policy", "", *_table(["policy", "admitted", "queued", "preempted"], rows, "policies",
+                                                 budget), ""]
+    spared = view.spared_allocations(plan, base)
+    if spared:
+        lines += [f"No longer preempted (they keep running): {_names(spared)}.", ""]
+    return lines
+
+
+def no_changes(plan: Plan) -> str:
+    """The whole comment for a change with no effect on the plan: one paragraph."""
+    return (f"**poolc: no changes.** This change leaves the plan as it is on the base branch: "
+            f"{view.counts(plan)}; no step's fate, no preemption and no policy's share changes.\n")
+
+
+# --- the plan as a whole ------------------------------------------------------------
+
+def _cluster(plan: Plan, budget: int) -> list[str]:
+    rows = [[_who(x.who), _team(x.who), f"**{x.cluster}**", x.plan, x.why] for x in view.cluster_differences(plan)]
+    if not rows:
+        return []
+    return [f"#### Where the cluster will do otherwise than the plan ({len(rows)})", "",
+            "Each step below is listed only here: this is what will happen.", "",
+            *_table(["step", "team", "the cluster", "the plan", "why"], rows, "steps", budget), ""]
+
+
+def _preempted(plan: Plan, budget: int) -> list[str]:
+    stopped = view.preempted(plan)
+    if not stopped:
+        return []
+    rows = [[_who(s.who), _team(s.who), s.pool,
+             ", ".join(_code(x) for x in s.for_[:5]) + (" …" if len(s.for_) > 5 else ""), s.why] for s in stopped]
+    return [f"#### Running work preempted ({len(rows)})", "",
+            *_table(["step", "team", "pool", "to make room for", "why"], rows, "preemptions", budget), ""]
+
+
+def _requests(title: str, requests: list[PlannedRequest], plan: Plan, budget: int, *, rule: bool) -> list[str]:
+    if not requests:
+        return []
+    rows = [[_code(r.id), plan.team_of(r.id) or "-", r.policy or "-", amounts(r.demand),
+             (f"[{r.reason}] " if rule and r.reason else "") + view.humanize(plan, r.message)] for r in requests]
+    return [f"#### {title} ({len(requests)})", "",
+            *_table(["step", "team", "policy", "demand", "why"], rows, "steps", budget), ""]
+
+
+def _folded(summary: str, lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    return [f"<details><summary>{summary}</summary>", "", *lines, "</details>", ""]
 
 
 def _not_proven(plan: Plan) -> list[str]:
@@ -104,39 +215,52 @@ def _pools(plan: Plan, budget: int) -> list[str]:
     rows = []
     for pool in plan.pools:
         for key in sorted(pool.capacity):
-            rows.append([md_text(pool.name), md_text(key), pool.capacity[key], pool.used.get(key, 0),
-                         pool.free.get(key, 0),
-                         bar(pool.used.get(key, 0), pool.capacity[key])])
-    return ["#### Pools", "", *_table(["pool", "key", "capacity", "used", "free", ""], rows, "rows", budget), ""]
+            rows.append([pool.name, key_name(key), cell(key, pool.capacity[key]), cell(key, pool.used.get(key, 0)),
+                         cell(key, pool.free.get(key, 0)), bar(pool.used.get(key, 0), pool.capacity[key])])
+    if not rows:
+        return []
+    return _folded("Pools: capacity and use", _table(["pool", "resource", "capacity", "used", "free", ""], rows,
+                                                      "rows", budget))
 
 
 def _policies(plan: Plan, budget: int) -> list[str]:
     """Per policy and metered key: reserved, used (running and admitted), borrowed
     above the reserved share, limit; the bar is what it uses of its limit."""
-    rows = [[md_text(policy.name), md_text(policy.pool), policy.priority, md_text(key), policy.reserved[key],
-             policy.used[key],
-             policy.borrowed[key], policy.limit[key], bar(policy.used[key], policy.limit[key])]
+    rows = [[policy.name, policy.pool, policy.priority, key_name(key), cell(key, policy.reserved[key]),
+             cell(key, policy.used[key]), cell(key, policy.borrowed[key]), cell(key, policy.limit[key]),
+             bar(policy.used[key], policy.limit[key])]
             for policy in plan.policies for key in policy.used]
     if not rows:
         return []
-    return ["#### Policies", "",
-            *_table(["policy", "pool", "priority", "key", "reserved", "used", "borrowed", "limit", "of the limit"],
-                    rows, "rows", budget), ""]
+    return _folded("Policies: reserved, used, borrowed, limit", _table(
+        ["policy", "pool", "priority", "resource", "reserved", "used", "borrowed", "limit", "of the limit"],
+        rows, "rows", budget))
 
 
-def _changes(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
+def _tiers(plan: Plan) -> list[str]:
+    tiers = objective_rows(plan.solver)
+    if not tiers:
+        return []
+    return _folded("What the solver maximised and minimised, tier by tier",
+                   [*_table(["", "tier", "value"], [list(row) for row in tiers], "tiers", UNLIMITED), ""])
+
+
+def _applying(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
+    """What `poolc apply` writes for this plan against the state: allocations that
+    start and stop, generated files, minimal diffs folded."""
     changes = plan.changes or {}
     allocations = changes.get("allocations", {})
     files = changes.get("files", [])
-    lines = ["#### Changes", ""]
-    summary = ", ".join(f"{len(allocations.get(k, []))} {k}" for k in ("added", "removed", "resized"))
-    lines.append(f"Allocations: {summary}, {len(allocations.get('unchanged', []))} unchanged. "
-                 f"Generated files: {len(files)} to change. State: {md_text(changes.get('state') or 'unchanged')}.")
-    lines.append("")
+    started = allocations.get("added", [])
+    stopped = allocations.get("removed", [])
+    resized = allocations.get("resized", [])
+    lines = [f"Applying it starts {len(started)}, stops {len(stopped)} and resizes {len(resized)} running "
+             f"step(s) ({len(allocations.get('unchanged', []))} keep running); {len(files)} generated file(s) "
+             f"change; the state: {changes.get('state') or 'unchanged'}.", ""]
     signs = {"create": "+", "update": "~", "delete": "-"}
-    rows = [[signs.get(f["action"], "?"), md_code(f["path"]), md_text(f["action"])] for f in files]
-    rows += [[sign, md_code(name), f"allocation {word}"] for key, sign, word in
-             (("added", "+", "added"), ("removed", "-", "removed"), ("resized", "~", "resized"))
+    rows = [[signs.get(f["action"], "?"), _code(f["path"]), f["action"]] for f in files]
+    rows += [[sign, _code(view.who(plan, name).name), word] for key, sign, word in
+             (("added", "+", "starts"), ("removed", "-", "stops"), ("resized", "~", "restarts resized"))
              for name in allocations.get(key, [])]
     if rows:
         lines += _table(["", "what", "change"], rows, "changes", budget)
@@ -154,45 +278,16 @@ def _changes(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
             break
         lines.append(block)
         used += len(block) + 1
-    return lines
-
-
-def _requests(title: str, requests: list[PlannedRequest], with_reason: bool, budget: int) -> list[str]:
-    if not requests:
-        return []
-    rows = [[md_code(r.id), md_text(r.policy) if r.policy else "-",
-             md_text(" ".join(f"{k}={v}" for k, v in sorted(r.demand.items()))),
-             md_text((f"[{r.reason}] " if with_reason and r.reason else "") + r.message)] for r in requests]
-    return [f"#### {title} ({len(requests)})", "",
-            *_table(["step", "policy", "demand", "why"], rows, "steps", budget), ""]
-
-
-def _preempted(plan: Plan, budget: int) -> list[str]:
-    if not plan.preempted:
-        return []
-    rows = [[md_code(p.id), md_text(p.pool),
-             ", ".join(md_code(x) for x in p.for_[:5]) + (" …" if len(p.for_) > 5 else ""),
-             md_text(p.message)] for p in plan.preempted]
-    return [f"#### Preempted ({len(plan.preempted)})", "",
-            *_table(["allocation", "pool", "for", "why"], rows, "preemptions", budget), ""]
+    return _folded("What <code>poolc apply</code> would write", lines)
 
 
 def _external(plan: Plan, budget: int) -> list[str]:
+    """Foreign work the cluster runs through poolc's queues: counted, never planned."""
     if not plan.external:
         return []
-    rows = [[md_code(x.name), md_text(x.policy), md_text(x.pool),
-             md_text(", ".join(f"{k}={v}" for k, v in sorted(x.holds.items())))]
-            for x in plan.external]
+    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds)] for x in plan.external]
     return [f"#### Running outside poolc ({len(rows)})", "",
             *_table(["workload", "policy", "pool", "holds"], rows, "foreign workloads", budget), ""]
-
-
-def _runtime(plan: Plan, budget: int) -> list[str]:
-    if plan.runtime is None or plan.runtime.agrees:
-        return []
-    rows = [[md_code(x.id), md_text(x.plan), md_text(x.cluster), md_text(x.message)] for x in plan.runtime.differences]
-    return [f"#### Where the cluster will differ ({len(rows)})", "",
-            *_table(["step or allocation", "plan", "cluster", "why"], rows, "differences", budget), ""]
 
 
 def _shares(sizes: list[int], budget: int) -> list[int]:
@@ -208,20 +303,56 @@ def _shares(sizes: list[int], budget: int) -> list[int]:
 
 
 def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> str:
-    """The comment; always under GitHub's 65,536-character limit."""
-    sections: list[Callable[[int], list[str]]] = [
-        lambda budget: _runtime(plan, budget),
-        lambda budget: _requests("Rejected", plan.by_status("rejected"), True, budget),
-        lambda budget: _requests("Queued", plan.by_status("queued"), False, budget),
+    """The comment; always under GitHub's 65,536-character limit. Every string of the
+    plan is input: made inert for Markdown first (``poolc.escape.md_inert``, which
+    also bounds each field), the result passes the runner guard last."""
+    plan = escape.deep(plan, escape.md_inert)
+    base = plan.base
+    if base is not None and base.no_effect:
+        return no_changes(plan)
+    sections: list[Callable[[int], list[str]]] = []
+    if base is not None:
+        head = _change_head(plan, base)
+        sections += [lambda budget: _inputs(base, budget), lambda budget: _fates(plan, base, budget),
+                     lambda budget: _policy_counts(plan, base, budget),
+                     lambda budget: [f"#### The whole plan: {view.counts(plan)}", "", *_verdict_lines(plan)]]
+    else:
+        head = [f"### poolc plan: {view.counts(plan)}", ""]
+        head += _warning(view.losing_running_work(plan), "will stop when this plan is applied")
+        head += _verdict_lines(plan)
+    sections += [
+        lambda budget: _cluster(plan, budget),
         lambda budget: _preempted(plan, budget),
+        lambda budget: _requests("Queued", view.waiting(plan), plan, budget, rule=False),
+        lambda budget: _requests("Rejected", plan.by_status("rejected"), plan, budget, rule=True),
         lambda budget: _external(plan, budget),
         lambda budget: _pools(plan, budget),
         lambda budget: _policies(plan, budget),
+        lambda budget: _tiers(plan),
     ]
     if plan.changes is not None:
-        sections.append(lambda budget: _changes(plan, diffs or {}, budget))
-    head = _headline(plan)
+        sections.append(lambda budget: _applying(plan, diffs or {}, budget))
     sizes = [len("\n".join(section(UNLIMITED))) + 1 for section in sections]
     shares = _shares(sizes, BUDGET - len("\n".join(head)))
     body = [line for section, share in zip(sections, shares, strict=True) for line in section(share)]
-    return guard_lines("\n".join(head + body).rstrip() + "\n")
+    return escape.guard_lines("\n".join(head + body).rstrip() + "\n")
+
+
+def render_errors(errors: Sequence[Diagnostic], command: str) -> str:
+    """The comment for a configuration with errors: no plan, each error with its
+    place, rule and message, and the command that shows them locally."""
+    count = len(errors)
+    lines = [f"### poolc: {count} error{'s' if count != 1 else ''}, no plan", "",
+             "The configuration has errors, so poolc made no plan (a plan of it would be a plan of "
+             "another platform). Fix these first:", ""]
+    used = sum(len(x) + 1 for x in lines) + 400
+    for shown, x in enumerate(errors):
+        line = (f"- {_code(f'{x.file}:{x.line}:{x.column}')} **{escape.md_text(x.rule)}** "
+                f"{_cell(escape.md_text(x.message))}")
+        if used + len(line) + 1 > BUDGET:
+            lines.append(f"- _and {count - shown} more errors; run the command below to see them all._")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    lines += ["", "Reproduce locally:", "", "```sh", command, "```"]
+    return escape.guard_lines("\n".join(lines) + "\n")

@@ -1,13 +1,14 @@
-"""The plan as text for people: pool tables, steps by status, preemptions, the
-solver's verdict and what changes against the state.
+"""The plan as text for people. With a base plan (`plan --base`) it leads with
+what the change does (inputs changed, steps whose fate changed, each policy's
+counts before -> after, a warning line when it preempts running work); a
+change with no effect is one paragraph. Then the plan: the solver's verdict,
+pools and policies in users' units, steps by status (each step whose fate the
+cluster decides otherwise listed once, with what really happens), preemptions
+and what apply changes against the state.
 
 Rendered with rich at a fixed width of 100 columns and recorded, so the text is
 the same on every terminal and in CI logs; colour only when asked for. Nothing
 time-dependent is printed (timings go to stderr with --verbose).
-
-Every string of the plan came from input (a saved plan, or names and messages
-from the repository): the console reads no markup, and each string is escaped
-for a text channel first (``poolc.escape.text``), diffs line by line.
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import escape
-from ..domain.plan import Plan, Runtime
+from ..domain.change import BaseComparison
+from ..domain.plan import Plan
+from . import plan_view as view
 from .objective import objective_rows, proofs
+from .quantities import amounts, cell, key_name
 
 WIDTH = 100
 _STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
-
-
-def _amounts(amounts: Mapping[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(amounts.items())) or "-"
 
 
 def _indented(content: Text | Table | str, left: int) -> Padding:
@@ -63,13 +63,13 @@ def _pools(console: Console, plan: Plan) -> None:
     if not plan.pools:
         console.print("  (no pools)")
     for pool in plan.pools:
-        table = _table("key", "capacity", "used", "free")
+        table = _table("resource", "capacity", "used", "free")
         for column in table.columns[1:]:
             column.justify = "right"
         for key in pool.capacity:
             free = pool.free[key]
-            table.add_row(key, str(pool.capacity[key]), str(pool.used[key]),
-                          Text(str(free), style="red" if free < 0 else ""))
+            table.add_row(key_name(key), cell(key, pool.capacity[key]), cell(key, pool.used[key]),
+                          Text(cell(key, free), style="red" if free < 0 else ""))
         console.print(_indented(Text(pool.name, style="bold"), 2))
         console.print(_indented(table, 4))
         console.print()
@@ -81,22 +81,25 @@ def _policies(console: Console, plan: Plan) -> None:
     if not plan.policies:
         return
     console.print(Text("Policies", style="bold underline"))
-    table = _table("policy", "pool", "priority", "key", "reserved", "used", "borrowed", "limit")
+    table = _table("policy", "pool", "priority", "resource", "reserved", "used", "borrowed", "limit")
     for column in table.columns[2:]:
-        column.justify = "left" if column.header == "key" else "right"
+        column.justify = "left" if column.header == "resource" else "right"
     for policy in plan.policies:
         for i, key in enumerate(policy.used):
             first = i == 0
             table.add_row(policy.name if first else "", policy.pool if first else "",
-                          str(policy.priority) if first else "", key, str(policy.reserved[key]),
-                          str(policy.used[key]), str(policy.borrowed[key]), str(policy.limit[key]))
+                          str(policy.priority) if first else "", key_name(key), cell(key, policy.reserved[key]),
+                          cell(key, policy.used[key]), cell(key, policy.borrowed[key]),
+                          cell(key, policy.limit[key]))
     console.print(_indented(table, 2))
     console.print()
 
 
 def _requests(console: Console, plan: Plan) -> None:
+    decided = {x.who.name for x in view.cluster_differences(plan)}
     for status, style in _STATUSES:
-        found = plan.by_status(status)
+        found = view.waiting(plan) if status == "queued" else \
+            [r for r in plan.by_status(status) if r.id not in decided]
         console.print(Text(f"{status.capitalize()} ({len(found)})", style=f"bold underline {style}"))
         if not found:
             console.print("  none")
@@ -105,22 +108,24 @@ def _requests(console: Console, plan: Plan) -> None:
                 ("outside every pool" if request.reason == "UNMANAGED" else
                  f"waits in {request.policy}" if request.policy else "-")
             kind = "" if request.preemptible else ", non-preemptible"
-            console.print(_indented(Text.assemble((request.id, "bold"),
+            team = plan.team_of(request.id)
+            console.print(_indented(Text.assemble((request.id, "bold"), f" ({team})" if team else "",
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
-            console.print(_indented(f"demand  {_amounts(request.demand)}", 6))
+            console.print(_indented(f"demand  {amounts(request.demand)}", 6))
             # a queued step's reason is the first rule its message names already
             why = f"[{request.reason}] " if request.reason and status != "queued" else ""
-            console.print(_indented(Text(f"{why}{request.message}", style=style), 6))
+            console.print(_indented(Text(f"{why}{view.humanize(plan, request.message)}", style=style), 6))
         console.print()
 
 
 def _preemptions(console: Console, plan: Plan) -> None:
-    console.print(Text(f"Preempted ({len(plan.preempted)})", style="bold underline"))
-    if not plan.preempted:
+    stopped = view.preempted(plan)
+    console.print(Text(f"Running work preempted ({len(stopped)})", style="bold underline"))
+    if not stopped:
         console.print("  none")
-    for victim in plan.preempted:
-        console.print(_indented(Text.assemble((victim.id, "bold"), f"  in pool {victim.pool}"), 2))
-        console.print(_indented(Text(victim.message, style="magenta"), 6))
+    for victim in stopped:
+        console.print(_indented(Text.assemble((victim.who.label(), "bold"), f"  in pool {victim.pool}"), 2))
+        console.print(_indented(Text(victim.why, style="magenta"), 6))
     console.print()
 
 
@@ -130,20 +135,20 @@ MAX_DIFF_LINES = 40
 MAX_DIFFS = 20
 
 
-def _changes(console: Console, changes: Mapping, diffs: Mapping[str, str]) -> None:
+def _changes(console: Console, plan: Plan, changes: Mapping, diffs: Mapping[str, str]) -> None:
     allocations = changes.get("allocations", {})
     added, removed = allocations.get("added", []), allocations.get("removed", [])
     resized, unchanged = allocations.get("resized", []), allocations.get("unchanged", [])
     files = changes.get("files", [])
     console.print(Text("Changes", style="bold underline"))
-    console.print(f"  allocations: {len(added)} new, {len(removed)} removed, {len(resized)} resized, "
-                  f"{len(unchanged)} unchanged")
+    console.print(f"  running steps: {len(added)} start, {len(removed)} stop, {len(resized)} restart resized, "
+                  f"{len(unchanged)} keep running")
     for name in added:
-        console.print(Text(f"  + {name}", style="green"))
+        console.print(Text(f"  + {view.who(plan, name).label()} starts", style="green"))
     for name in removed:
-        console.print(Text(f"  - {name}", style="red"))
+        console.print(Text(f"  - {view.who(plan, name).label()} stops", style="red"))
     for name in resized:
-        console.print(Text(f"  ~ {name}", style="yellow"))
+        console.print(Text(f"  ~ {view.who(plan, name).label()} restarts resized", style="yellow"))
     counts = {action: sum(1 for f in files if f["action"] == action) for action in _FILE_SIGN}
     console.print(f"  generated files: {counts['create']} to create, {counts['update']} to update, "
                   f"{counts['delete']} to delete")
@@ -170,20 +175,59 @@ def _changes(console: Console, changes: Mapping, diffs: Mapping[str, str]) -> No
     console.print()
 
 
-def _runtime(console: Console, runtime: Runtime) -> None:
-    """What the cluster will do with what apply writes, where it differs from the plan."""
+def _runtime(console: Console, plan: Plan) -> None:
+    """What the cluster will do with what apply writes, where it differs from the
+    plan: each such step once (it is left out of the lists above)."""
+    runtime = plan.runtime
+    assert runtime is not None
     console.print(Text(f"What the cluster will do ({runtime.engine})", style="bold underline"))
     if runtime.stopped:
         console.print(_indented(f"stopped: {runtime.stopped}", 2), style="yellow")
     elif runtime.agrees:
         console.print("  agrees with the plan on every Kubernetes request and running allocation")
-    for difference in runtime.differences:
-        console.print(Text(f"  ! {difference.id}  plan: {difference.plan}, cluster: {difference.cluster}",
+    for difference in view.cluster_differences(plan):
+        console.print(Text(f"  ! {difference.who.label()}  {difference.cluster} (the plan: {difference.plan})",
                            style="yellow"))
-        console.print(_indented(difference.message, 6))
+        console.print(_indented(difference.why, 6))
     for note in runtime.notes:
         console.print(_indented(f"note: {note}", 2))
     console.print()
+
+
+def _change(console: Console, plan: Plan, base: BaseComparison) -> None:
+    """What the change does against the base plan, first."""
+    console.print(Text(f"Change: {view.change_headline(plan, base)}", style="bold"))
+    added = set(base.preempted_added)
+    stopped = [s.who.label() for s in view.preempted(plan) if (s.who.allocation or s.who.name) in added]
+    if stopped:
+        console.print(Text(f"WARNING: preempts running work: {', '.join(stopped)} will stop when this change is "
+                           "applied", style="bold red"))
+    console.print()
+    if base.inputs:
+        console.print(Text(f"What changed ({len(base.inputs)})", style="bold underline"))
+        for kind, name, what in map(view.input_sentence, base.inputs):
+            console.print(_indented(f"{kind} {name}: {what}", 2))
+        console.print()
+    fates = view.fate_changes(plan, base)
+    if fates:
+        console.print(Text(f"Steps whose fate changed ({len(fates)})", style="bold underline"))
+        for fate in fates:
+            console.print(_indented(Text.assemble((fate.who.label(), "bold"), f"  {fate.before} → {fate.after}"), 2))
+            if fate.why:
+                console.print(_indented(fate.why, 6))
+        console.print()
+    if base.policies:
+        console.print(Text("Per policy (before → now)", style="bold underline"))
+        table = _table("policy", "admitted", "queued", "preempted")
+        for p in base.policies:
+            table.add_row(p.name, *(f"{a} → {b}" if a != b else str(a) for a, b in (p.admitted, p.queued,
+                                                                                  p.preempted)))
+        console.print(_indented(table, 2))
+        console.print()
+    if view.spared_allocations(plan, base):
+        spared = ", ".join(who.label() for who in view.spared_allocations(plan, base))
+        console.print(_indented(f"no longer preempted (they keep running): {spared}", 2))
+        console.print()
 
 
 def _external(console: Console, plan: Plan) -> None:
@@ -192,8 +236,7 @@ def _external(console: Console, plan: Plan) -> None:
         return
     console.print(Text("Running outside poolc (admitted through poolc's queues)", style="bold underline"))
     for item in plan.external:
-        holds = ", ".join(f"{k}={v}" for k, v in sorted(item.holds.items()))
-        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {holds}"))
+        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {amounts(item.holds)}"))
     console.print()
 
 
@@ -201,29 +244,39 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     """The text plan, as people read it in a terminal or a CI log; ``diffs``: the
     unified diff of each generated file known on disk (`poolc plan` has them; a
     saved plan does not)."""
-    plan = escape.deep(plan, escape.text)
+    plan = escape.deep(plan, escape.text)   # every string is input: one line, no runner command, bounded
     diffs = {escape.text(path): "\n".join(escape.block(diff)) for path, diff in (diffs or {}).items()}
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
                       force_terminal=color, no_color=not color, highlight=False, emoji=False, markup=False,
                       soft_wrap=False, legacy_windows=False)
+    base = plan.base
+    if base is not None and base.no_effect:
+        return (f"No changes: this change leaves the plan as it is on the base branch: {view.counts(plan)}; "
+                "no step's fate, no preemption and no policy's share changes.\n")
     solver = plan.solver
     tiers = objective_rows(solver)
+    if base is not None:
+        _change(console, plan, base)
     objective = "" if tiers else f", objective {' '.join(str(v) for v in solver.objective) or '-'}"
     console.print(Text(f"Plan: strategy {solver.strategy}, status {solver.status}, gap {solver.gap:g}{objective}",
                        style="bold"))
     console.print(f"inputs {plan.inputs_digest}")
-    counts = ", ".join(f"{len(plan.by_status(s))} {s}" for s, _ in _STATUSES)
-    console.print(f"{len(plan.requests)} steps: {counts}; {len(plan.preempted)} preempted")
+    console.print(f"{len(plan.requests)} steps: {view.counts(plan)}")
+    if base is None:
+        stopped = [who.label() for who in view.losing_running_work(plan)]
+        if stopped:
+            console.print(Text(f"WARNING: preempts running work: {', '.join(stopped[:10])}"
+                               + (f" and {len(stopped) - 10} more" if len(stopped) > 10 else ""), style="bold red"))
     console.print()
     _objective(console, tiers, proofs(solver))
     _pools(console, plan)
     _policies(console, plan)
+    if plan.runtime is not None:
+        _runtime(console, plan)
     _requests(console, plan)
     _preemptions(console, plan)
     _external(console, plan)
-    if plan.runtime is not None:
-        _runtime(console, plan.runtime)
     if plan.changes is not None:
-        _changes(console, plan.changes, diffs or {})
+        _changes(console, plan, plan.changes, diffs or {})
     text = console.export_text(styles=color)
     return escape.guard_lines("".join(line.rstrip() + "\n" for line in text.splitlines()))

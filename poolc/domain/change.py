@@ -1,0 +1,218 @@
+"""What a change does: the plan of a pull request's inputs against the plan of
+its base branch's inputs, both made against the same state (`plan --base`).
+
+A reviewer asks what the change does, not what the platform is: which inputs
+changed (and, where the plans record them, which fields: a policy's priority,
+reserved share and limit, a pool's capacity, a step's demand), which steps'
+fate changed, which running work it preempts or no longer preempts, and how
+each policy's counts move. Only what differs is kept; an empty comparison is a
+change with no effect on the plan.
+
+Fields come from the plans themselves (a PLANFILE holds no documents): a
+change the plans do not record (an image, a stack's namespace) is an update
+with no fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .naming import allocation_name
+
+if TYPE_CHECKING:
+    from .plan import Plan
+
+ABSENT = "absent"        # a step's status in a plan that does not have it
+_STATE = "state/"
+
+
+@dataclass(frozen=True)
+class InputChange:
+    kind: str
+    name: str
+    change: str                                   # create | update | delete
+    fields: Mapping[str, tuple[Any, Any]]         # dotted path -> (old, new); None for a side without it
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "change": self.change,
+                "fields": {k: list(v) for k, v in self.fields.items()}}
+
+
+@dataclass(frozen=True)
+class StepChange:
+    id: str
+    base: str             # allocated | queued | rejected | absent
+    head: str
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "base": self.base, "head": self.head}
+
+
+@dataclass(frozen=True)
+class PolicyChange:
+    name: str
+    admitted: tuple[int, int]
+    queued: tuple[int, int]
+    preempted: tuple[int, int]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "admitted": list(self.admitted), "queued": list(self.queued),
+                "preempted": list(self.preempted)}
+
+
+@dataclass(frozen=True)
+class BaseComparison:
+    """The plan's ``base`` section."""
+
+    inputs_digest: str                            # the base plan's
+    inputs: tuple[InputChange, ...] = ()          # sorted by kind, name
+    steps: tuple[StepChange, ...] = ()            # sorted by id
+    preempted_added: tuple[str, ...] = ()         # running allocations this change preempts
+    preempted_removed: tuple[str, ...] = ()       # ... the base preempted and this change does not
+    policies: tuple[PolicyChange, ...] = ()       # sorted by name
+
+    @property
+    def no_effect(self) -> bool:
+        """The change leaves the plan as the base branch's: nothing to review."""
+        return not (self.inputs or self.steps or self.preempted_added or self.preempted_removed or self.policies)
+
+    def as_dict(self) -> dict:
+        return {"inputs_digest": self.inputs_digest, "inputs": [x.as_dict() for x in self.inputs],
+                "steps": [x.as_dict() for x in self.steps],
+                "preempted": {"added": list(self.preempted_added), "removed": list(self.preempted_removed)},
+                "policies": [x.as_dict() for x in self.policies]}
+
+
+def state_difference(base: Plan, head_inputs: Mapping[str, str]) -> str | None:
+    """None when the base plan was made against the state ``head_inputs`` record
+    (``state/<allocation>`` -> digest); else what differs, as a clause."""
+    if base.inputs is None:
+        return "it does not record its inputs (made by an older poolc)"
+    theirs = {k: v for k, v in base.inputs.items() if k.startswith(_STATE)}
+    ours = {k: v for k, v in head_inputs.items() if k.startswith(_STATE)}
+    if theirs == ours:
+        return None
+    differing = sorted(k[len(_STATE):] for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
+    shown = ", ".join(differing[:5]) + (f" and {len(differing) - 5} more" if len(differing) > 5 else "")
+    return f"it was made against another state ({len(differing)} running allocation(s) differ: {shown})"
+
+
+def compare(base: Plan, head: Plan, victim_policy: Callable[[str], str | None] = lambda name: None
+            ) -> BaseComparison:
+    """``head`` against ``base``; ``victim_policy`` names the policy of a running
+    allocation no step of a plan stands for (an allocation written by hand)."""
+    return BaseComparison(
+        inputs_digest=base.inputs_digest,
+        inputs=_inputs(base, head),
+        steps=_steps(base, head),
+        preempted_added=tuple(sorted({p.id for p in head.preempted} - {p.id for p in base.preempted})),
+        preempted_removed=tuple(sorted({p.id for p in base.preempted} - {p.id for p in head.preempted})),
+        policies=_policies(base, head, victim_policy))
+
+
+def _steps(base: Plan, head: Plan) -> tuple[StepChange, ...]:
+    before = {r.id: r.status for r in base.requests}
+    after = {r.id: r.status for r in head.requests}
+    return tuple(StepChange(rid, before.get(rid, ABSENT), after.get(rid, ABSENT))
+                 for rid in sorted(before.keys() | after.keys()) if before.get(rid) != after.get(rid))
+
+
+def _counts(plan: Plan, victim_policy: Callable[[str], str | None]) -> dict[str, list[int]]:
+    """policy -> [admitted, queued, preempted] in one plan."""
+    found: dict[str, list[int]] = {q.name: [0, 0, 0] for q in plan.policies}
+    for request in plan.requests:
+        if request.policy is not None and request.status in ("allocated", "queued"):
+            found.setdefault(request.policy, [0, 0, 0])[0 if request.status == "allocated" else 1] += 1
+    steps = {allocation_name(r.id): r.policy for r in plan.requests}
+    for victim in plan.preempted:
+        policy = steps.get(victim.id) or victim_policy(victim.id)
+        if policy is not None:
+            found.setdefault(policy, [0, 0, 0])[2] += 1
+    return found
+
+
+def _policies(base: Plan, head: Plan, victim_policy: Callable[[str], str | None]) -> tuple[PolicyChange, ...]:
+    before, after = _counts(base, victim_policy), _counts(head, victim_policy)
+    changes = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name, [0, 0, 0]), after.get(name, [0, 0, 0])
+        if old != new:
+            changes.append(PolicyChange(name, (old[0], new[0]), (old[1], new[1]), (old[2], new[2])))
+    return tuple(changes)
+
+
+def _documents(plan: Plan) -> dict[str, str]:
+    return {k: v for k, v in (plan.inputs or {}).items() if not k.startswith(_STATE)}
+
+
+def _inputs(base: Plan, head: Plan) -> tuple[InputChange, ...]:
+    before, after = _documents(base), _documents(head)
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        if before.get(key) == after.get(key):
+            continue
+        kind, _, name = key.partition("/")
+        change = "create" if key not in before else "delete" if key not in after else "update"
+        changes.append(InputChange(kind, name, change, _fields(kind, name, base, head)))
+    return tuple(changes)
+
+
+def _fields(kind: str, name: str, base: Plan, head: Plan) -> dict[str, tuple[Any, Any]]:
+    """Dotted path -> (old, new) for what both plans record of the document."""
+    def recorded(plan: Plan) -> dict[str, Any]:
+        if kind == "Policy":
+            return next((_flat("spec", {"pool": q.pool, "priority": q.priority, "reserved": dict(q.reserved),
+                                        "limit": dict(q.limit)}) for q in plan.policies if q.name == name), {})
+        if kind == "ResourcePool":
+            return next((_flat("spec.capacity", dict(p.capacity)) for p in plan.pools if p.name == name), {})
+        if kind == "Pipeline":
+            found: dict[str, Any] = {}
+            for r in plan.requests:
+                pipeline, _, step = r.id.partition("/")
+                if pipeline == name:
+                    found.update(_flat(f"spec.steps.{step}", {"demand": dict(r.demand), "preemptible": r.preemptible,
+                                                              "requester": r.requester}))
+            return found
+        return {}
+
+    old, new = recorded(base), recorded(head)
+    return {path: (old.get(path), new.get(path)) for path in sorted(old.keys() | new.keys())
+            if old.get(path) != new.get(path)}
+
+
+def _flat(prefix: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}.{key}"
+        if isinstance(value, Mapping):
+            found.update(_flat(path, value))
+        else:
+            found[path] = value
+    return found
+
+
+def from_dict(data: Any) -> BaseComparison | None:
+    """Read a saved plan's ``base`` back; None when it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("inputs_digest"), str):
+        return None
+    try:
+        preempted = data.get("preempted") or {}
+        return BaseComparison(
+            inputs_digest=data["inputs_digest"],
+            inputs=tuple(InputChange(str(x["kind"]), str(x["name"]), str(x["change"]),
+                                     {str(k): (v[0], v[1]) for k, v in dict(x.get("fields") or {}).items()})
+                         for x in data.get("inputs") or []),
+            steps=tuple(StepChange(str(x["id"]), str(x["base"]), str(x["head"])) for x in data.get("steps") or []),
+            preempted_added=tuple(str(x) for x in preempted.get("added") or []),
+            preempted_removed=tuple(str(x) for x in preempted.get("removed") or []),
+            policies=tuple(PolicyChange(str(x["name"]), _pair(x["admitted"]), _pair(x["queued"]),
+                                        _pair(x["preempted"])) for x in data.get("policies") or []))
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    old, new = value
+    return int(old), int(new)

@@ -1,0 +1,247 @@
+"""What a reviewer reads in a plan, decided once for the text plan and the
+pull-request comment: what the change does (against a base plan), who loses
+running work, which steps wait and why, and, where the cluster will do
+otherwise than the plan, one entry per step saying what will really happen.
+
+Names are the ones people use: a step id rather than the allocation name
+derived from it, the pipeline's team beside it, amounts in GPU/cores/GiB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..domain.change import ABSENT, BaseComparison, InputChange
+from ..domain.plan import Plan, PlannedRequest
+from .quantities import amount, amounts
+
+_AMOUNTS = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
+_RUNNING_AS = re.compile(r"already running as allocation ([a-z0-9][a-z0-9-]*)")
+_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*) is ")
+
+# what the cluster will do, in words, by the runtime difference's cluster outcome
+_CLUSTER_WILL = {"pending": "stays pending", "admitted": "runs", "running": "keeps running",
+                 "preempted": "is preempted"}
+_PLAN_SAID = {"allocated": "allocated", "queued": "queued", "running": "keeps running", "preempted": "preempted"}
+
+
+@dataclass(frozen=True)
+class Who:
+    """A step (or a hand-written allocation) as people name it."""
+
+    name: str                 # step id, else the allocation's name
+    team: str | None
+    allocation: str | None    # the allocation name, when it is what the plan names
+
+    def label(self) -> str:
+        return self.name + (f" ({self.team})" if self.team else "")
+
+
+def humanize(plan: Plan, message: str) -> str:
+    """A plan message as people read it: amounts in their units (``gpu=4,
+    mcpu=16000`` -> ``4 GPU, 16 cores``) and a step's own allocation named by
+    the step (the JSON keeps the canonical message)."""
+    metered = {key for pool in plan.pools for key in pool.capacity} | {"gpu", "mcpu", "memory_mb", "step_run"}
+    message = _AMOUNTS.sub(lambda m: amount(m[1], int(m[2])) if m[1] in metered else m[0], message)
+    message = _RUNNING_AS.sub(lambda m: "already running" if plan.step_of_allocation(m[1]) else m[0], message)
+    return _ITS_ALLOCATION.sub(lambda m: "its run is " if plan.step_of_allocation(m[1]) else m[0], message)
+
+
+def who(plan: Plan, name: str) -> Who:
+    """A request id or an allocation name, as the step it stands for."""
+    if "/" in name:                       # a step id (an allocation name is a DNS label)
+        return Who(name, plan.team_of(name), None)
+    step = plan.step_of_allocation(name)
+    if step is not None:
+        return Who(step, plan.team_of(step), name)
+    return Who(name, None, name)
+
+
+@dataclass(frozen=True)
+class ClusterDifference:
+    who: Who
+    cluster: str              # what the cluster will do, in words
+    plan: str                 # what the plan said
+    why: str
+
+
+def cluster_differences(plan: Plan) -> list[ClusterDifference]:
+    """Where the cluster will do otherwise than the plan: the one truth about each such step."""
+    if plan.runtime is None:
+        return []
+    return [ClusterDifference(who(plan, x.id), _CLUSTER_WILL.get(x.cluster, x.cluster), _PLAN_SAID.get(x.plan, x.plan),
+                              humanize(plan, x.message)) for x in plan.runtime.differences]
+
+
+def _kept_by_cluster(plan: Plan) -> set[str]:
+    if plan.runtime is None:
+        return set()
+    ids = {x.id for x in plan.runtime.differences}
+    return ids | {step for step in map(plan.step_of_allocation, ids) if step is not None}
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Running work the plan preempts (and the cluster will too)."""
+
+    who: Who
+    pool: str
+    for_: tuple[str, ...]
+    why: str
+
+
+def preempted(plan: Plan) -> list[Stopped]:
+    """The plan's preemptions, less those the cluster will not carry out (those
+    are cluster differences, said once there)."""
+    kept = _kept_by_cluster(plan)
+    return [Stopped(who(plan, p.id), p.pool, p.for_, humanize(plan, p.message)) for p in plan.preempted
+            if p.id not in kept]
+
+
+def losing_running_work(plan: Plan) -> list[Who]:
+    """Everyone whose running work stops: the plan's preemptions the cluster carries
+    out, and running work the cluster preempts although the plan keeps it."""
+    return [s.who for s in preempted(plan)] + [x.who for x in cluster_differences(plan)
+                                              if x.cluster == _CLUSTER_WILL["preempted"]]
+
+
+def waiting(plan: Plan) -> list[PlannedRequest]:
+    """Queued steps, less those the cluster will run anyway (said once, as a
+    cluster difference) and running steps the plan preempts (said once, as preempted)."""
+    kept = _kept_by_cluster(plan)
+    stopped = {plan.step_of_allocation(p.id) for p in plan.preempted}
+    return [r for r in plan.by_status("queued") if r.id not in kept and r.id not in stopped]
+
+
+def demand(request: PlannedRequest) -> str:
+    return amounts(request.demand)
+
+
+# --- the change against a base plan -------------------------------------------------
+
+_KIND_WORD = {"ResourcePool": "pool", "Policy": "policy", "Pipeline": "pipeline", "Stack": "stack",
+              "Allocation": "allocation"}
+_CHANGE_WORD = {"create": "added", "delete": "removed", "update": "changed"}
+
+
+def _value(path: str, value: object) -> str:
+    """A field's value in users' units where its last part is a resource key."""
+    key = path.rsplit(".", 1)[-1]
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "preemptible" if value and key == "preemptible" else \
+            "non-preemptible" if key == "preemptible" else str(value)
+    if isinstance(value, int) and (".capacity." in path or ".reserved." in path or ".limit." in path
+                                   or ".demand." in path):
+        return amount(key, value)
+    return str(value)
+
+
+def _field_name(kind: str, path: str) -> str:
+    """``spec.limit.gpu`` -> ``limit``; a pipeline's ``spec.steps.train.demand.gpu`` -> ``train demand``."""
+    parts = path.split(".")
+    if kind == "Pipeline" and len(parts) >= 4 and parts[1] == "steps":
+        return f"step {parts[2]} " + (parts[3] if parts[3] != "demand" else "demand")
+    return parts[1] if len(parts) > 1 else path
+
+
+def input_sentence(change: InputChange) -> tuple[str, str, str]:
+    """(kind word, name, what changed) for one changed input."""
+    kind = _KIND_WORD.get(change.kind, change.kind)
+    if change.change != "update" or not change.fields:
+        return kind, change.name, _CHANGE_WORD.get(change.change, change.change)
+    parts = []
+    for path, (old, new) in change.fields.items():
+        parts.append(f"{_field_name(change.kind, path)} {_value(path, old)} → {_value(path, new)}")
+    return kind, change.name, "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class FateChange:
+    who: Who
+    before: str
+    after: str
+    why: str                  # the head plan's message for the step (why it now waits, why it is rejected)
+
+
+def _preemption_steps(plan: Plan, names: Iterable[str]) -> set[str]:
+    return {step for step in map(plan.step_of_allocation, names) if step is not None}
+
+
+def fate_changes(plan: Plan, base: BaseComparison) -> list[FateChange]:
+    """Every step whose fate the change alters; a running step the change now
+    preempts reads ``running -> preempted``, one it no longer preempts
+    ``preempted -> keeps running`` (the JSON says queued/allocated)."""
+    by_id = {r.id: r for r in plan.requests}
+    now_preempted = _preemption_steps(plan, base.preempted_added)
+    spared = _preemption_steps(plan, base.preempted_removed)
+    rows = []
+    for step in base.steps:
+        request = by_id.get(step.id)
+        why = "" if request is None else (f"[{request.reason}] " if request.status == "rejected" and request.reason
+                                           else "") + humanize(plan, request.message)
+        before, after = step.base, step.head
+        if step.id in now_preempted:
+            before, after = "running", "preempted"
+        elif step.id in spared:
+            before, after = "preempted", "keeps running"
+        rows.append(FateChange(Who(step.id, plan.team_of(step.id), None), before, after,
+                               why if step.head != ABSENT else "no longer in the configuration"))
+    return rows
+
+
+def spared_allocations(plan: Plan, base: BaseComparison) -> list[Who]:
+    """Running allocations written by hand (no step) the base preempted and this change does not."""
+    return [who(plan, name) for name in base.preempted_removed if plan.step_of_allocation(name) is None]
+
+
+def _running(plan: Plan, names: tuple[str, ...]) -> str:
+    """``2 running steps``, or ``allocations`` when some were written by hand."""
+    noun = "step" if all(plan.step_of_allocation(name) for name in names) else "allocation"
+    return f"{len(names)} running {noun}{'s' if len(names) != 1 else ''}"
+
+
+# the order effects are told in: losses of running work first, then steps that lose, then gains
+_WORSE = {"allocated": 0, "queued": 1, "rejected": 2, ABSENT: 1}
+
+
+def change_headline(plan: Plan, base: BaseComparison) -> str:
+    """One line: what the change does, the loss of running work first."""
+    if base.no_effect:
+        return "no changes"
+    parts = []
+    if base.preempted_added:
+        parts.append(f"preempts {_running(plan, base.preempted_added)}")
+    covered = _preemption_steps(plan, base.preempted_added) | _preemption_steps(plan, base.preempted_removed)
+    moves: dict[tuple[str, str], int] = {}
+    for step in base.steps:
+        if step.id not in covered:
+            moves[step.base, step.head] = moves.get((step.base, step.head), 0) + 1
+
+    def loss(move: tuple[str, str]) -> int:
+        before, after = move
+        return 0 if before == ABSENT else _WORSE[after] - _WORSE.get(before, 0)
+
+    for (before, after), count in sorted(moves.items(), key=lambda item: (-loss(item[0]), item[0])):
+        steps = "step" if count == 1 else "steps"
+        if before == ABSENT:
+            parts.append(f"{count} new {steps} {after}")
+        elif after == ABSENT:
+            parts.append(f"{count} {steps} removed")
+        else:
+            parts.append(f"{count} {steps} {before} → {after}")
+    if base.preempted_removed:
+        parts.append(f"{_running(plan, base.preempted_removed)} no longer preempted")
+    if not parts:
+        changed = len(base.inputs)
+        parts.append(f"{changed} input{'s' if changed != 1 else ''} changed, no step's fate")
+    return ", ".join(parts)
+
+
+def counts(plan: Plan) -> str:
+    c = {s: len(plan.by_status(s)) for s in ("allocated", "queued", "rejected")}
+    return (f"{c['allocated']} allocated, {c['queued']} queued, {c['rejected']} rejected, "
+            f"{len(plan.preempted)} preempted")

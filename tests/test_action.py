@@ -1,0 +1,236 @@
+"""The repository as a GitHub Action (action.yml) and the README's workflows that
+use it: valid against the schemas GitHub's own editors use (check-jsonschema's
+vendored `github-actions` and `github-workflows`), and the action's shell steps
+run for real, in bash as the runner starts them, with the GitHub context they
+read: the check fails when `poolc plan` exits 1, 2 or 3, the comment is posted
+once and then updated, a fork's pull request gets the job summary instead.
+
+`poolc` is the real one where the test says so; `gh` (the GitHub API) and, for
+exit codes poolc cannot be made to give on purpose (3), `poolc` are small stand-in
+scripts that record what they were asked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+REPO = Path(__file__).resolve().parent.parent
+ACTION = REPO / "action.yml"
+README = REPO / "README.md"
+# GitHub's runner starts a `shell: bash` step as this command
+BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
+STEPS_RUN = ("validate", "base", "plan", "comment", "result")    # setup-python and pip install are not run here
+
+
+def _check_jsonschema(schema: str, *files: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)],
+                          capture_output=True, text=True)
+
+
+def _readme_workflow(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    return text.split(f"### {title}\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_action_yml_is_a_valid_action():
+    result = _check_jsonschema("vendor.github-actions", ACTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    action = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
+    assert set(action["inputs"]) == {"paths", "base", "state", "observed", "format"}
+    assert action["runs"]["using"] == "composite"
+    ids = [step.get("id") for step in action["runs"]["steps"]]
+    assert ids[1:] == ["install", *STEPS_RUN]
+    install = action["runs"]["steps"][1]
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"      # poolc from the action's own ref
+    assert '"$ACTION_PATH[plan]"' in install["run"]
+
+
+def test_a_broken_action_fails_the_schema_check(tmp_path):
+    broken = tmp_path / "action.yml"
+    broken.write_text(ACTION.read_text(encoding="utf-8").replace("using: composite", "using: compost"),
+                      encoding="utf-8")
+    assert _check_jsonschema("vendor.github-actions", broken).returncode == 1
+
+
+@pytest.mark.parametrize("title", ["Plan on every pull request", "Apply on merge"])
+def test_the_readme_workflows_are_valid_workflows(title, tmp_path):
+    path = tmp_path / "workflow.yml"
+    path.write_text(_readme_workflow(title), encoding="utf-8")
+    result = _check_jsonschema("vendor.github-workflows", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    workflow = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    if title == "Apply on merge":
+        assert workflow["on"]["push"]["branches"] == ["main"]
+        assert workflow["concurrency"] == {"group": "poolc-apply", "cancel-in-progress": False}
+        runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["apply"]["steps"])
+        assert "poolc state import config/ --kueue workloads.json\npoolc apply config/ --output-dir deploy/\n" in runs
+        return
+    assert "pull_request" in workflow["on"]
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert workflow["concurrency"]["group"] == "poolc-plan-${{ github.event.pull_request.number }}"
+    steps = workflow["jobs"]["plan"]["steps"]
+    assert [step.get("uses") for step in steps] == ["actions/checkout@v4", None, "your-org/poolc@v0.2.0"]
+    assert steps[1]["run"] == "kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json"
+    assert steps[2]["with"] == {"paths": "config/", "observed": "workloads.json"}
+
+
+def test_the_readme_names_one_release_everywhere():
+    text = README.read_text(encoding="utf-8")
+    tags = set(re.findall(r"@(v\d+\.\d+\.\d+)", text)) | set(re.findall(r"rev: (v\d+\.\d+\.\d+)", text))
+    assert tags == {"v0.2.0"}
+    assert "pip install poolc\n" not in text
+
+
+# --- the action's shell steps, run ---------------------------------------------------
+
+_EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
+
+
+def _fake(bin_dir: Path, name: str, script: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def run_action(tmp_path: Path, inputs: dict[str, str], *, pull_request: int | None = 7,
+               head_repository: str = "acme/platform", bin_dirs: tuple[Path, ...] = ()) -> dict:
+    """Run the action's shell steps in order as the runner does (each in bash with
+    its env, outputs through GITHUB_OUTPUT), stopping at the first that fails."""
+    action = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
+    defaults = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    temp = tmp_path / "runner-temp"
+    temp.mkdir(exist_ok=True)
+    summary = tmp_path / "summary.md"
+    context = {f"inputs.{k}": v for k, v in {**defaults, **inputs}.items()}
+    context.update({"github.action_path": str(REPO), "github.token": "not-a-token",
+                    "github.base_ref": "", "github.event.pull_request.number": str(pull_request or ""),
+                    "github.event.pull_request.head.repo.full_name": head_repository if pull_request else ""})
+    outputs: dict[str, dict[str, str]] = {}
+    for step in action["runs"]["steps"]:
+        if step.get("id") not in STEPS_RUN:
+            continue
+        output_file = tmp_path / f"output-{step['id']}"
+        output_file.write_text("", encoding="utf-8")
+
+        def value(match: re.Match, step_id: str = step["id"]) -> str:
+            expression = match[1]
+            if expression.startswith("steps."):
+                _, other, _, key = expression.split(".")
+                return outputs.get(other, {}).get(key, "")
+            return context[expression]          # an expression the test does not know fails it
+
+        env = {**os.environ, "PATH": os.pathsep.join([*map(str, bin_dirs), os.environ["PATH"]]),
+               "GITHUB_OUTPUT": str(output_file), "GITHUB_STEP_SUMMARY": str(summary),
+               "GITHUB_PATH": str(tmp_path / "path"), "RUNNER_TEMP": str(temp),
+               "GITHUB_WORKSPACE": str(tmp_path / "work"), "GITHUB_REPOSITORY": "acme/platform"}
+        env.update({k: _EXPRESSION.sub(value, str(v)) for k, v in step.get("env", {}).items()})
+        assert "${{" not in step["run"], "expressions in a script are injection risks: pass them in env"
+        done = subprocess.run([*BASH, "-c", step["run"]], cwd=tmp_path / "work", env=env, capture_output=True,
+                              text=True)
+        outputs[step["id"]] = dict(line.split("=", 1) for line in output_file.read_text("utf-8").splitlines()
+                                   if "=" in line)
+        if done.returncode != 0:
+            return {"failed": step["id"], "code": done.returncode, "outputs": outputs, "stdout": done.stdout,
+                    "summary": summary.read_text("utf-8") if summary.exists() else ""}
+    return {"failed": None, "code": 0, "outputs": outputs,
+            "summary": summary.read_text("utf-8") if summary.exists() else ""}
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Path:
+    """A checked-out platform repository and a `gh` that records its calls."""
+    shutil.copytree(REPO / "tests" / "fixtures" / "change", tmp_path / "work")
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    _fake(fake, "gh", f'echo "$@" >> "{tmp_path}/gh-calls"\n'
+                      f'for a in "$@"; do case "$a" in body=@*) cp "${{a#body=@}}" "{tmp_path}/posted.md";; esac; '
+                      'done\n'
+                      f'[ -f "{tmp_path}/existing-comment" ] && case "$*" in *--paginate*) echo 4242;; esac\n'
+                      'exit 0\n')
+    return tmp_path
+
+
+@pytest.mark.parametrize("code", [0, 1, 2, 3])
+def test_the_check_fails_unless_poolc_plan_exits_0(runner, code):
+    stand_in = runner / "stand-in"
+    stand_in.mkdir()
+    _fake(stand_in, "poolc", f'case "$1" in plan) echo "### the comment"; echo "poolc: said on stderr" >&2; '
+                             f'exit {code};; esac\nexit 0\n')
+    outcome = run_action(runner, {}, bin_dirs=(runner / "fake-bin", stand_in))
+    if code == 0:
+        assert outcome["failed"] is None
+    else:
+        assert (outcome["failed"], outcome["code"]) == ("result", code)
+    assert outcome["outputs"]["plan"]["exit-code"] == str(code)
+    posted = (runner / "posted.md").read_text(encoding="utf-8")
+    assert posted.startswith("<!-- poolc-plan -->\n")
+    if code >= 2:          # a usage or internal error: the comment says so, never an empty plan
+        assert f"### poolc failed (exit {code})" in posted and "poolc: said on stderr" in posted
+    else:
+        assert "### the comment" in posted
+    assert "POST repos/acme/platform/issues/7/comments" in (runner / "gh-calls").read_text(encoding="utf-8")
+
+
+def test_the_comment_is_updated_not_posted_again(runner):
+    stand_in = runner / "stand-in"
+    stand_in.mkdir()
+    _fake(stand_in, "poolc", 'case "$1" in plan) echo "### again";; esac\nexit 0\n')
+    (runner / "existing-comment").write_text("", encoding="utf-8")
+    assert run_action(runner, {}, bin_dirs=(runner / "fake-bin", stand_in))["failed"] is None
+    calls = (runner / "gh-calls").read_text(encoding="utf-8")
+    assert "PATCH repos/acme/platform/issues/comments/4242" in calls and "POST" not in calls
+
+
+def test_a_fork_gets_the_job_summary_and_no_comment(runner):
+    outcome = run_action(runner, {"state": "none.json"}, head_repository="someone/fork",
+                         bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
+    assert outcome["failed"] is None
+    assert not (runner / "gh-calls").exists()
+    assert outcome["summary"].startswith("<!-- poolc-plan -->\n### poolc plan: 3 allocated, 2 queued")
+
+
+def test_the_real_poolc_on_a_broken_configuration_fails_with_its_errors(runner):
+    path = runner / "work" / "pipelines" / "vlm-sweep.yaml"
+    path.write_text(path.read_text("utf-8").replace("stack: research", "stack: reserch"), encoding="utf-8")
+    outcome = run_action(runner, {"state": "none.json"}, bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
+    assert (outcome["failed"], outcome["code"]) == ("result", 1)
+    posted = (runner / "posted.md").read_text(encoding="utf-8")
+    assert posted.startswith("<!-- poolc-plan -->\n### poolc: 1 error, no plan\n")
+    assert "**N002**" in posted
+    assert not (runner / "runner-temp" / "poolc-plan.json").exists()
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_pull_request_is_planned_against_its_base_branch(runner):
+    """The base step checks the base ref out beside the workspace and plans it
+    against the head's state; the comment leads with what the change does."""
+    work = runner / "work"
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "base")
+    _git(runner, "clone", "-q", "--bare", str(work), "origin.git")
+    _git(work, "remote", "add", "origin", str(runner / "origin.git"))
+    policies = work / "policies.yaml"
+    policies.write_text(policies.read_text("utf-8").replace("limit: {gpu: 12}", "limit: {gpu: 10}"), "utf-8")
+    outcome = run_action(runner, {"base": "main", "state": "none.json"},
+                         bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
+    assert outcome["failed"] is None, outcome
+    assert outcome["outputs"]["base"]["plan"].endswith("poolc-base.json")
+    posted = (runner / "posted.md").read_text(encoding="utf-8")
+    assert posted.startswith("<!-- poolc-plan -->\n### poolc: ")
+    assert "| policy | `prod-gpu-east` | limit 12 GPU → 10 GPU |" in posted
+    assert not (runner / "runner-temp" / "poolc-base").exists()      # the base worktree is removed again
