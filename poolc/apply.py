@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .diagnostics import Diagnostic
-from .writer import read_regular
+from .writer import Tree, UnsafePath, read_regular, remove_stale_temps
 
 if TYPE_CHECKING:
     from .domain.plan import Plan
@@ -64,12 +64,22 @@ class ApplyResult:
         return self.refused is None
 
 
-def _saved_plan(plan_file: str) -> tuple[Plan | None, str | None]:
-    from .domain.plan import Plan, PlanFormatError
+# A plan of 50,000 requests is about 40 MB of JSON.
+MAX_PLAN_BYTES = 256 * 1024 * 1024
 
-    text = read_regular(plan_file)
-    if text is None:
-        return None, f"cannot read plan file {plan_file}"
+
+def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
+    """(the saved plan, None) or (None, why not): what `apply --plan` and `show` read.
+    A regular file of at most MAX_PLAN_BYTES, never through a symbolic link, read
+    through the plan file's typed model (poolc.domain.plan_file)."""
+    from .domain.plan import Plan, PlanFormatError
+    from .writer import read_bytes
+
+    try:
+        text = read_bytes(plan_file, MAX_PLAN_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        return None, f"cannot read plan file {plan_file}: {why}"
     try:
         return Plan.from_json(text), None
     except PlanFormatError as exc:
@@ -92,7 +102,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     result = ApplyResult(state_path=state_file or DEFAULT_STATE)
     saved = None
     if plan_file is not None:
-        saved, problem = _saved_plan(plan_file)
+        saved, problem = read_plan_file(plan_file)
         if problem:
             result.refused = problem
             return result
@@ -104,6 +114,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
         return result
     with state_lock(result.state_path):
         _recover(result, output_dir)
+        remove_stale_temps(result.state_path, locked=True)   # of a `state rm`/`import` killed at its rename
         _compute(result, paths, output_dir, saved, progress, strategy, now, submit)
         if result.ok and result.stale:
             _commit(result, output_dir)
@@ -155,8 +166,13 @@ def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: 
     result.files = planned.files
     result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
     result.state_text = planned.state_text
+    tree = Tree(output_dir)
     for relative, text in sorted(result.files.items()):
-        if read_regular(os.path.join(output_dir, relative)) != text:
+        try:
+            current = tree.read_text(relative)
+        except UnsafePath:    # a link or a device: stale, and the transaction refuses to replace it
+            current = None
+        if current != text:
             result.stale.append(relative)
     result.stale += [p for p in result.removed if os.path.exists(os.path.join(output_dir, p))]
     if read_regular(result.state_path) != result.state_text:

@@ -20,6 +20,8 @@ import click
 
 from . import __version__
 from .domain.plan import STRATEGIES
+from .escape import json_text as _json_text
+from .escape import text as _t  # every input-derived field on stdout/stderr goes through it
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -57,11 +59,11 @@ def guarded(fn: F) -> F:
                 sys.exit(EXIT_FINDINGS)
 
             if isinstance(exc, OptionsError):  # a bad --disable or [tool.poolc]: a usage error
-                click.echo(f"poolc: {exc}", err=True)
+                click.echo(f"poolc: {_t(exc)}", err=True)
                 sys.exit(EXIT_CHANGES)
             if os.environ.get("POOLC_DEBUG"):
                 raise
-            click.echo(f"poolc: internal error: {type(exc).__name__}: {exc} "
+            click.echo(f"poolc: internal error: {type(exc).__name__}: {_t(exc)} "
                        "(please report it; set POOLC_DEBUG=1 for a traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
 
@@ -155,10 +157,11 @@ def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_o
     PATHS are files or directories (default: .); - reads YAML from standard input.
     Exit 0 when clean (warnings allowed), 1 when any error is found.
     """
+    from .load import read_stdin
     from .validate import STDIN, read_options, validate_paths
 
     options = read_options().merged(disable, error_on_warning)
-    stdin = sys.stdin.buffer.read() if STDIN in paths else None
+    stdin = read_stdin(sys.stdin.buffer) if STDIN in paths else None
     result = validate_paths(paths or (".",), stdin=stdin, options=options)
     emit_diagnostics(result.diagnostics, fmt, quiet, result.summary(), no_color=no_color)
     sys.exit(EXIT_OK if result.ok else EXIT_FINDINGS)
@@ -214,7 +217,8 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
     from .state import DEFAULT_STATE
 
     if missing and not quiet:
-        click.echo(f"poolc: no state file {state_file or DEFAULT_STATE}; planning with nothing running", err=True)
+        click.echo(f"poolc: no state file {_t(state_file or DEFAULT_STATE)}; planning with nothing running",
+                   err=True)
 
 
 PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
@@ -291,7 +295,7 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
         from .report import render
 
         click.echo(render("text", result.state.diagnostics), nl=False, err=True)  # stdout stays empty: no plan
-        what = "the state file or the cluster's reports" if observed else f"the state file {result.state_path}"
+        what = "the state file or the cluster's reports" if observed else f"the state file {_t(result.state_path)}"
         click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
     made = _forecast(result, horizon_seconds, instance_prices) if forecast else None
@@ -304,7 +308,7 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
-            click.echo(f"poolc: cannot write the plan to {out_file}: {exc.strerror or exc}", err=True)
+            click.echo(f"poolc: cannot write the plan to {_t(out_file)}: {_t(exc.strerror or exc)}", err=True)
             sys.exit(EXIT_FINDINGS)
     _print_plan(result, fmt, quiet, no_color, plan_json, made)
     if not result.ok:
@@ -429,17 +433,12 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 
     Exit 0, or 1 when the file is not a plan this poolc can read.
     """
-    from .domain.plan import Plan, PlanFormatError, to_json
+    from .apply import read_plan_file
+    from .domain.plan import to_json
 
-    try:
-        with open(plan_file, encoding="utf-8") as handle:
-            text = handle.read()
-        saved = Plan.from_json(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"poolc: cannot read {plan_file}: {getattr(exc, 'strerror', None) or exc}", err=True)
-        sys.exit(EXIT_FINDINGS)
-    except PlanFormatError as exc:
-        click.echo(f"poolc: {plan_file}: {exc}", err=True)
+    saved, problem = read_plan_file(plan_file)   # the same reading as apply --plan
+    if saved is None:
+        click.echo(f"poolc: {_t(problem)}", err=True)
         sys.exit(EXIT_FINDINGS)
     if fmt == "json":
         click.echo(to_json(saved), nl=False)
@@ -499,25 +498,25 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
                              check=check, progress=_progress(quiet), strategy=strategy, now=now,
                              submit=submit)
     except (StateLockError, JournalError) as exc:
-        click.echo(f"poolc: {exc}", err=True)
+        click.echo(f"poolc: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
     except OSError as exc:  # disk full, permissions: the transaction has rolled back
-        click.echo(f"poolc: apply failed and changed nothing: {exc.strerror or exc}"
-                   + (f": {exc.filename}" if exc.filename else ""), err=True)
+        click.echo(f"poolc: apply failed and changed nothing: {_t(exc.strerror or exc)}"
+                   + (f": {_t(exc.filename)}" if exc.filename else ""), err=True)
         sys.exit(EXIT_FINDINGS)
     if result.recovered:
-        click.echo(f"poolc: {result.recovered}", err=True)
+        click.echo(f"poolc: {_t(result.recovered)}", err=True)
     failed = not result.ok or (check and bool(result.stale))
     if fmt == "json":
-        click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        click.echo(_json_text(json.dumps(result.as_dict(), indent=2, sort_keys=True)))
         sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
-        click.echo(f"poolc: nothing applied: {result.refused}", err=True)
+        click.echo(f"poolc: nothing applied: {_t(result.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     if check:
         for path in result.stale:
-            click.echo(f"stale: {path}")
+            click.echo(f"stale: {_t(path)}")
         if result.stale:
             click.echo(f"poolc: {len(result.stale)} generated file(s) out of date; run poolc apply", err=True)
             sys.exit(EXIT_FINDINGS)
@@ -527,15 +526,15 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     if not quiet:
         for path in result.stale:
             if path in result.kept:
-                click.echo(f"kept: {path} (no longer generated, but changed since poolc wrote it)")
+                click.echo(f"kept: {_t(path)} (no longer generated, but changed since poolc wrote it)")
             else:
-                click.echo(f"removed: {path}" if path in result.removed else f"wrote: {path}")
+                click.echo(f"removed: {_t(path)}" if path in result.removed else f"wrote: {_t(path)}")
         click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
                    if result.stale else "poolc: nothing to change", err=True)
         if result.plan is not None:
             click.echo(_decided(result.plan), err=True)
     if result.cleanup_error:
-        click.echo(f"poolc: applied, but cleaning up failed ({result.cleanup_error}); the next apply "
+        click.echo(f"poolc: applied, but cleaning up failed ({_t(result.cleanup_error)}); the next apply "
                    "finishes it", err=True)
     sys.exit(EXIT_OK)
 
@@ -565,13 +564,13 @@ def state_list(state_file: str | None, fmt: str) -> None:
         emit_diagnostics(read.diagnostics, "text", False)
         sys.exit(EXIT_FINDINGS)
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        click.echo(_json_text(json.dumps(rows, indent=2, sort_keys=True)))
     else:
         for row in rows:
             holds = " ".join(f"{k}={v}" for k, v in row["holds"].items())
             kind = "preemptible" if row["preemptible"] else "non-preemptible"
-            click.echo(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
-                       f"since {row['started_at'] or '-'}  {holds}")
+            click.echo(_t(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
+                          f"since {row['started_at'] or '-'}  {holds}"))
     sys.exit(EXIT_OK)
 
 
@@ -588,10 +587,10 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     change = _locked(lambda: remove(state_file or DEFAULT_STATE, names))
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {change.refused}", err=True)
+        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     for name in change.removed:
-        click.echo(f"released: {name}")
+        click.echo(f"released: {_t(name)}")
     sys.exit(EXIT_OK)
 
 
@@ -608,10 +607,10 @@ def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
     change = _locked(lambda: rerun(state_file or DEFAULT_STATE, names))
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {change.refused}", err=True)
+        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     for label in change.removed:
-        click.echo(f"to run again: {label}")
+        click.echo(f"to run again: {_t(label)}")
     sys.exit(EXIT_OK)
 
 
@@ -644,12 +643,12 @@ def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str
                                             sagemaker=sagemaker_file, allow_empty=allow_empty))
     emit_diagnostics(change.diagnostics, "text", False)
     if not change.ok:
-        click.echo(f"poolc: nothing imported: {change.refused}", err=True)
+        click.echo(f"poolc: nothing imported: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
     for label, names in (("appeared", change.added), ("left", change.removed), ("finished", change.finished),
                          ("running", change.kept)):
         for name in names:
-            click.echo(f"{label}: {name}")
+            click.echo(f"{label}: {_t(name)}")
     sys.exit(EXIT_OK)
 
 
@@ -660,14 +659,14 @@ def _locked(command: Callable[[], Any]) -> Any:
     try:
         return command()
     except StateLockError as exc:
-        click.echo(f"poolc: nothing changed: {exc}", err=True)
+        click.echo(f"poolc: nothing changed: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
 
 
 def _decided(plan: Any) -> str:
     """What the applied plan decided, in one block: counts, then names."""
     def names(items: list[str]) -> str:
-        shown = ", ".join(items[:10])
+        shown = ", ".join(_t(item) for item in items[:10])
         return shown + (f" and {len(items) - 10} more" if len(items) > 10 else "")
 
     allocated = [r.id for r in plan.requests if r.status == "allocated"]

@@ -818,6 +818,29 @@ MAX_TOTAL_BYTES = 64 * 1024 * 1024
 MAX_DOCUMENTS = 100_000
 
 
+def too_large(file: str, size: int) -> Diagnostic:
+    return _error_at(file, d.Y007, f"the file is over {MAX_FILE_BYTES} bytes ({size} read); poolc reads files of "
+                     f"at most {MAX_FILE_BYTES} bytes")
+
+
+def too_many_documents(file: str) -> Diagnostic:
+    return _error_at(file, d.Y007, f"the files given hold more than {MAX_DOCUMENTS} poolc documents; poolc stops "
+                     "reading here")
+
+
+def read_stdin(stream: Any) -> bytes:
+    """Standard input, at most one byte more than MAX_FILE_BYTES: enough to say it is
+    too large (validate then reports Y007) without reading an endless pipe to its end."""
+    chunks, total = [], 0
+    while total <= MAX_FILE_BYTES:
+        chunk = stream.read(min(1 << 20, MAX_FILE_BYTES + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def _read_regular(path: str) -> bytes | Diagnostic:
     """The bytes of a regular file, at most MAX_FILE_BYTES; a FIFO, a device or a link to
     one is refused without blocking on it or reading it for ever."""

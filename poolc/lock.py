@@ -1,4 +1,5 @@
-"""The lock that keeps two `poolc apply` runs from interleaving on one state file.
+"""The lock that keeps two commands that change one state file (`poolc apply`,
+`state rm`, `state import`) from interleaving.
 
 ``flock`` on ``<state>.lock``: the kernel drops the lock when its holder dies,
 however it dies, so a lock file left empty by a kill, or holding the pid of a

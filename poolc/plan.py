@@ -50,7 +50,7 @@ from .state import (
 from .targets.context import TargetContext
 from .textdiff import unified_diff
 from .validate import Validation, validate_paths
-from .writer import read_regular, sha256_text
+from .writer import Tree, UnsafePath, read_regular, sha256_text
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
@@ -422,8 +422,16 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
     result.output_dir = _output_dir(result, output_dir)
     recorded = result.state.files
     file_changes: list[FileChange] = []
+    tree = Tree(result.output_dir) if result.output_dir else None
+    refused: list[Diagnostic] = []
     for path, text in result.files.items():
-        on_disk = read_regular(os.path.join(result.output_dir, path)) if result.output_dir else None
+        try:
+            on_disk = tree.read_text(path) if tree is not None else None
+        except UnsafePath as exc:   # a link (to .git/config?) or a device where a generated file goes
+            refused.append(Diagnostic(exc.path, 1, 1, 1, 1, d.Y001.id, "error",
+                                      f"{exc.why}; apply replaces only regular files it wrote: remove it"))
+            file_changes.append(FileChange(path, "update"))
+            continue
         if on_disk is not None:
             if on_disk != text:
                 file_changes.append(FileChange(path, "update" if path in recorded else "create"))
@@ -455,7 +463,7 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
     allocation_changes = changes(result.previous + [a for a in result.state.allocations
                                                     if a.metadata.name in result.released],
                                  state["allocations"], result.released)
-    result.plan = dataclasses.replace(plan, changes={
+    result.plan = dataclasses.replace(plan, diagnostics=plan.diagnostics + tuple(refused), changes={
         "allocations": allocation_changes,
         "files": [x.as_dict() for x in sorted(file_changes, key=lambda x: x.path)],
         "state": result.state_action,

@@ -221,7 +221,8 @@ def _pattern(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
         described = _describe_pattern(error.validator_value)
         if described.startswith("the pattern"):  # never show a long regex: name the field instead
             described = (f"a valid value for {_where(path)}" if len(error.validator_value) > 40 else described)
-        yield doc.diagnostic(d.S003, f"{value!r} is not {described}", path)
+        shown = repr(value) if len(repr(value)) <= 80 else f"{repr(value)[:60]}…' ({len(value):,} characters)"
+        yield doc.diagnostic(d.S003, f"{shown} is not {described}", path)
     elif error.validator_value == RESOURCE_MAP_KEY:
         # a key of a mapping (jsonschema reports it at the mapping): point at the key itself
         yield doc.diagnostic(d.S001, f"{value!r} is not a resource key: keys are lower-case "

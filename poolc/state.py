@@ -36,7 +36,7 @@ from .jsonpos import JsonScan
 from .jsontext import dumps_sorted
 from .load import Document, Span
 from .model import Allocation
-from .writer import write_atomic
+from .writer import read_bytes, write_atomic
 
 FORMAT_VERSION = 1
 DEFAULT_STATE = "poolc.state.json"
@@ -58,21 +58,10 @@ def is_safe_relative(path: str) -> bool:
 
 
 def _read_regular(path: str) -> bytes:
-    """The bytes of a regular file; a FIFO, device or directory is an OSError, not a hang."""
-    import errno
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_STATE_BYTES + 1)
-        if len(raw) > MAX_STATE_BYTES:
-            raise OSError(errno.EFBIG, f"larger than {MAX_STATE_BYTES} bytes")
-        return raw
-    finally:
-        os.close(fd)
+    """The bytes of a regular file; a FIFO, device, directory or symbolic link is an
+    OSError, not a hang, and a link is never followed (a pull request that turns the
+    state into a link to a secret gets a diagnostic, not the secret read)."""
+    return read_bytes(path, MAX_STATE_BYTES)
 
 
 # --- reading -----------------------------------------------------------------------

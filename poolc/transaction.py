@@ -18,6 +18,15 @@ a ``rollback`` (old tree); each step is idempotent, so a kill during recovery is
 recovered by the next run the same way. An error or a signal after the commit
 point switches the journal to ``rollback`` and restores the backups.
 
+Recovery never undoes a later write. The journal pins each target's generation
+at prepare time (the backup link to that very inode; for the state also its
+digest, ``old``):
+completing moves a temp into place only while the target is still that
+generation, and undoing puts a backup back only while the target is what this
+transaction wrote. A `poolc state rm` that ran between the kill and the
+recovery (it takes the lock, not the journal) rewrote the state into a third
+generation: recovery leaves it, and the released step stays released.
+
 Every path goes through ``writer.Tree``: nothing outside the output directory
 (or the state's directory, for the state) is touched, links are never followed,
 and a file is removed only while it is the very file poolc wrote.
@@ -70,6 +79,8 @@ class Entry:
     path: str
     new: str | None          # digest of the new text; None: remove the file
     backup: bool             # the target existed: it has a .bak link
+    old: str | None = None   # the state's digest at prepare (its generation); None: absent, or an output file
+                             # (whose generation its backup link pins)
 
 
 @dataclass
@@ -126,12 +137,13 @@ def _journal_from(path: str, text: str) -> Journal:
         journal.dirs.append(d)
     for e in raw["entries"]:
         if not (isinstance(e, dict) and e.get("tree") in ("out", "state") and isinstance(e.get("path"), str)
-                and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)):
+                and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)
+                and (e.get("old") is None or isinstance(e.get("old"), str))):
             raise bad("an entry of the wrong shape")
         split_relative(e["path"])
         if e["tree"] == "state" and e["path"] != journal.state:
             raise bad("a state entry that is not the state file")
-        journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"]))
+        journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"], e.get("old")))
     return journal
 
 
@@ -250,12 +262,28 @@ class Transaction:
                 if fd is None:
                     continue
                 if entry.new is not None:
-                    if self.files.trees[entry.tree].lstat(fd, temp) is not None:
+                    if self.files.trees[entry.tree].lstat(fd, temp) is not None \
+                            and self._generation_at_prepare(entry, fd, name, backup):
                         _point(f"rename {entry.path}")
                         os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
                 elif _same_file(fd, name, backup) or self._same_bytes(entry, fd, name, backup):
                     _point(f"unlink {entry.path}")
                     os.unlink(name, dir_fd=fd)
+
+    def _generation_at_prepare(self, entry: Entry, fd: int, name: str, backup: str) -> bool:
+        """The target is still what it was when the transaction prepared: the backup's
+        inode or the recorded digest, or still missing. Anything else is a later
+        write (a `state rm` between a kill and this recovery), which wins."""
+        tree = self.files.trees[entry.tree]
+        if tree.lstat(fd, name) is None:
+            return not entry.backup
+        if not entry.backup:
+            return False
+        if _same_file(fd, name, backup):
+            return True
+        current = tree.digest(fd, name)
+        return current is not None and (current == entry.old if entry.old is not None
+                                        else current == tree.digest(fd, backup))
 
     def _same_bytes(self, entry: Entry, fd: int, name: str, backup: str) -> bool:
         """The file still holds its backup's bytes: the backup's link was broken by copying the
@@ -273,14 +301,22 @@ class Transaction:
                     continue
                 tree = self.files.trees[entry.tree]
                 if entry.backup:
-                    if tree.lstat(fd, backup) is not None:
-                        if not _same_file(fd, name, backup):
-                            _point(f"restore {entry.path}")
-                            os.replace(backup, name, src_dir_fd=fd, dst_dir_fd=fd)
+                    if tree.lstat(fd, backup) is not None and not _same_file(fd, name, backup) \
+                            and self._written_by_us(entry, fd, name):
+                        _point(f"restore {entry.path}")
+                        os.replace(backup, name, src_dir_fd=fd, dst_dir_fd=fd)
                 elif entry.new is not None and tree.digest(fd, name) == entry.new:
                     _point(f"unlink new {entry.path}")
                     os.unlink(name, dir_fd=fd)
                 _unlink(fd, temp, f"unlink temp {entry.path}")
+
+    def _written_by_us(self, entry: Entry, fd: int, name: str) -> bool:
+        """The target holds what this transaction put there (or, for a removal, is gone):
+        only then does undoing it put the backup back."""
+        tree = self.files.trees[entry.tree]
+        if tree.lstat(fd, name) is None:
+            return True
+        return entry.new is not None and tree.digest(fd, name) == entry.new
 
     def cleanup(self, *, rollback: bool) -> None:
         """Remove temps, backups and (emptied or created) directories, then the journal."""
@@ -387,19 +423,24 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
     entries: list[Entry] = []
     texts: dict[tuple[str, str], str] = {}
 
-    def existing(tree: Tree, relative: str) -> os.stat_result | None:
+    def existing(tree: Tree, relative: str, *, digest: bool = False) -> str | None:
+        """None when there is no file there; else its digest (its generation) when asked
+        (the state: what a later `state rm` is told apart by), else "exists". The output
+        files' generation is their backup link, so they are not read once more here."""
         parts = split_relative(relative)
         fd = tree.open_dir(parts[:-1])
         if fd is None:
             return None
         try:
             st = tree.lstat(fd, parts[-1])
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+                raise UnsafePath(tree.show(relative), f"it is {kind}; poolc replaces only regular files")
+            if st is None:
+                return None
+            return (tree.digest(fd, parts[-1]) or "unreadable") if digest else "exists"
         finally:
             os.close(fd)
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise UnsafePath(tree.show(relative), f"it is {kind}; poolc replaces only regular files")
-        return st
 
     for relative, text in sorted(files.items()):
         if _TEMP.fullmatch(relative.rsplit("/", 1)[-1]):
@@ -424,11 +465,11 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
                 continue
         finally:
             os.close(fd)
-        entries.append(Entry("out", relative, None, True))
+        entries.append(Entry("out", relative, None, True, digest))
     os.makedirs(state_tree.root, exist_ok=True)
     os.makedirs(out.root, exist_ok=True)
-    entries.append(Entry("state", state_name, sha256_text(state_text),
-                         existing(state_tree, state_name) is not None))
+    old_state = existing(state_tree, state_name, digest=True)
+    entries.append(Entry("state", state_name, sha256_text(state_text), old_state is not None, old_state))
     texts[("state", state_name)] = state_text
 
     journal = Journal(os.urandom(8).hex(), "prepare", os.path.relpath(out.root, state_tree.root),

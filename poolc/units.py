@@ -21,7 +21,13 @@ _UNITS: dict[str, int] = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
 }
 _UNIT_ALTERNATION = "|".join(sorted(_UNITS, key=lambda u: (-len(u), u)))
-QUANTITY_PATTERN = rf"^([0-9]+(\.[0-9]+)?|\.[0-9]+)({_UNIT_ALTERNATION})$"
+# At most 30 digits before and after the point: far past any real quantity (10^12
+# units is poolc's limit, P007/R001 say so with the number), and short enough that
+# reading one never meets Python's limit on long digit strings (a 5,000-digit
+# quantity would otherwise crash the conversion to integers).
+MAX_QUANTITY_DIGITS = 30
+QUANTITY_PATTERN = (rf"^([0-9]{{1,{MAX_QUANTITY_DIGITS}}}(\.[0-9]{{1,{MAX_QUANTITY_DIGITS}}})?"
+                    rf"|\.[0-9]{{1,{MAX_QUANTITY_DIGITS}}})({_UNIT_ALTERNATION})$")
 _QUANTITY = re.compile(QUANTITY_PATTERN)
 
 BYTES_PER_MB = 10**6
@@ -34,7 +40,8 @@ _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_bytes(text: str) -> int:
-    """Bytes in a quantity string, rounded up to a whole byte ("1.5Ki" -> 1536)."""
+    """Bytes in a quantity string, rounded up to a whole byte ("1.5Ki" -> 1536); a
+    quantity of more than MAX_QUANTITY_DIGITS digits on either side is no quantity."""
     match = _QUANTITY.match(text)
     if not match:
         raise ValueError(f"not a quantity: {text!r}")

@@ -18,7 +18,7 @@ from . import diagnostics as d
 from .checks import Context, run_checks
 from .config import Config, ConfigBuilder
 from .diagnostics import Diagnostic, has_errors
-from .load import Document, LoadResult, PositionCache, load_paths, load_text
+from .load import Document, LoadResult, PositionCache, load_paths, load_text, too_many_documents
 from .requests import StepRequest
 
 STDIN = "-"
@@ -59,17 +59,50 @@ def check_rule_ids(ids: Iterable[str], where: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# A pyproject.toml is a few KiB; this bounds what a hostile one can cost.
+MAX_PYPROJECT_BYTES = 1024 * 1024
+
+
+def _poolc_table(path: Path) -> Any:
+    """The ``tool.poolc`` value of one pyproject.toml however it is spelt (``[tool.poolc]``,
+    ``[tool] poolc = {...}``, dotted keys), None without one. Only a regular file of at
+    most MAX_PYPROJECT_BYTES is read (a FIFO never blocks); a file that mentions poolc
+    but cannot be read (not UTF-8, not TOML, nested too deeply) is an OptionsError,
+    never silently ignored."""
+    from .writer import read_bytes
+
+    try:
+        raw = read_bytes(str(path), MAX_PYPROJECT_BYTES, follow=True)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not os.path.lexists(path):
+            return None
+        raise OptionsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if b"poolc" not in raw:
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise OptionsError(f"{path}: cannot read [tool.poolc]: the file is not UTF-8 (byte {exc.start}); save it "
+                           "as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise OptionsError(f"{path}: cannot read [tool.poolc]: {exc}") from None
+    except RecursionError:
+        raise OptionsError(f"{path}: cannot read [tool.poolc]: the TOML nests too deeply") from None
+    tool = data.get("tool")
+    return tool.get("poolc") if isinstance(tool, dict) else None
+
+
 def find_pyproject(start: str | None = None) -> Path | None:
-    """The nearest pyproject.toml with a [tool.poolc] table, from ``start`` (the
+    """The nearest pyproject.toml with a ``tool.poolc`` table, from ``start`` (the
     current directory) up to the root, as ruff looks for [tool.ruff]."""
     here = Path(start or os.getcwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
-        try:
-            text = candidate.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if "[tool.poolc" in text or "tool.poolc" in text:
+        if _poolc_table(candidate) is not None:
             return candidate
     return None
 
@@ -80,15 +113,7 @@ def read_options(start: str | None = None) -> Options:
     path = find_pyproject(start)
     if path is None:
         return Options()
-    import tomllib
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise OptionsError(f"{path}: cannot read [tool.poolc]: {exc}") from None
-    table: Any = data.get("tool", {}).get("poolc") if isinstance(data.get("tool"), dict) else None
-    if table is None:
-        return Options()
+    table = _poolc_table(path)
     if not isinstance(table, dict):
         raise OptionsError(f"{path}: [tool.poolc] must be a table")
     unknown = sorted(set(table) - {"disable", "error-on-warning"})
@@ -148,13 +173,21 @@ def _load(paths: list[str], stdin: bytes | None, sink: Callable[[Document], None
     cache = PositionCache()
     if stdin is None or STDIN not in paths:
         return load_paths(paths, sink, cache)
-    from .load import decode
+    from .load import MAX_DOCUMENTS, MAX_FILE_BYTES, decode, too_large
 
     index = paths.index(STDIN)
     before = load_paths(paths[:index], sink, cache)
-    text, problem = decode(STDIN_NAME, stdin)
-    documents, problems = (load_text(STDIN_NAME, text, counts=before.counts, cache=cache) if text is not None
-                           else ([], []))
+    room = MAX_DOCUMENTS - before.counts.get("documents", 0)
+    text: str | None
+    problem: Diagnostic | None
+    if len(stdin) > MAX_FILE_BYTES:   # the same bounds as a file: 8 MiB, and the run's document budget
+        text, problem = None, too_large(STDIN_NAME, len(stdin))
+    else:
+        text, problem = decode(STDIN_NAME, stdin)
+    documents, problems = (load_text(STDIN_NAME, text, max_documents=room, counts=before.counts, cache=cache)
+                           if text is not None else ([], []))
+    if len(documents) > room:
+        documents, problems = [], [too_many_documents(STDIN_NAME)]
     for doc in documents:
         sink(doc)
     seen = set(before.files)

@@ -6,9 +6,18 @@ time with O_NOFOLLOW, relative to its parent's descriptor, so a symlinked
 subdirectory or a path with ``..`` is refused instead of followed, and a check
 cannot be raced by swapping a directory for a link afterwards.
 
-``write_atomic`` (``plan --out``, the schemas) writes a temp file beside the
-target, fsyncs it and renames it over the target, and refuses a target that is
-a symlink, a directory or a device rather than replacing it.
+``write_atomic`` (``plan --out``, the schemas, ``state rm``/``import``) writes a
+temp file beside the target, fsyncs it and renames it over the target, and
+refuses a target that is a symlink, a directory or a device rather than
+replacing it. A kill between the write and the rename leaves the temp behind:
+its name says whose it is (``.<target>.poolc-<pid>-<random>.tmp``), and the next
+write of the same target removes it (``remove_stale_temps``).
+
+Reading is the mirror image: ``read_bytes`` opens only a regular file, never
+through a symbolic link (unless asked, for the user's own input files), never
+blocks on a FIFO, and stops at a size bound; ``Tree.read_text`` reads a file
+below the output directory one component at a time, so a generated file that a
+pull request replaced by a link to ``.git/config`` is refused, never shown.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Callable
 
@@ -28,6 +38,52 @@ class UnsafePath(OSError):
     def __init__(self, path: str, why: str) -> None:
         super().__init__(errno.EPERM, f"refusing {path}: {why}")
         self.path = path
+        self.why = why
+
+
+class ReadRefused(OSError):
+    """A file poolc will not read: a link, not a regular file, or over its size bound."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(errno.EINVAL, why, path)
+        self.why = why
+
+
+def read_fd(fd: int, path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file open on ``fd`` (ReadRefused otherwise)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise ReadRefused(path, "not a regular file (a FIFO, a device or a directory); poolc reads only "
+                                "regular files")
+    if info.st_size > limit:
+        raise ReadRefused(path, f"the file is {info.st_size} bytes; poolc reads at most {limit} bytes here")
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > limit:
+        raise ReadRefused(path, f"the file is over {limit} bytes; poolc reads at most {limit} bytes here")
+    return b"".join(chunks)
+
+
+def read_bytes(path: str, limit: int, *, follow: bool = False) -> bytes:
+    """A regular file's bytes, at most ``limit``; without ``follow``, a symbolic link
+    is refused rather than read (OSError: missing, unreadable; ReadRefused: a link,
+    not a regular file, too large)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise ReadRefused(path, "it is a symbolic link; poolc does not follow links here") from None
+        raise
+    try:
+        return read_fd(fd, path, limit)
+    finally:
+        os.close(fd)
 
 
 def sha256_text(text: str) -> str:
@@ -102,6 +158,37 @@ class Tree:
         except FileNotFoundError:
             return None
 
+    def read_text(self, relative: str, limit: int = 64 << 20) -> str | None:
+        """The text of the regular file ``relative`` below the root, None when it is
+        missing; UnsafePath when it, or a directory on the way, is a link or not a
+        regular file (or is too large or not UTF-8): never read through a link."""
+        parts = split_relative(relative)
+        fd = self.open_dir(parts[:-1])
+        if fd is None:
+            return None
+        try:
+            try:
+                file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise UnsafePath(self.show(relative), "it is a symbolic link; poolc never reads or follows "
+                                     "links in the output directory") from None
+                raise
+            try:
+                raw = read_fd(file_fd, self.show(relative), limit)
+            except ReadRefused as exc:
+                raise UnsafePath(self.show(relative), exc.why) from None
+            finally:
+                os.close(file_fd)
+        finally:
+            os.close(fd)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UnsafePath(self.show(relative), "it is not UTF-8 text, so not a file poolc wrote") from None
+
     def digest(self, dir_fd: int, name: str) -> str | None:
         """sha256 of a regular file (never through a link); None for anything else."""
         try:
@@ -127,22 +214,13 @@ def write_new(dir_fd: int, name: str, text: str) -> None:
         os.close(fd)
 
 
-def read_regular(path: str, limit: int = 64 << 20) -> str | None:
-    """A regular file's text, or None: never blocks on a FIFO or reads a device forever."""
+def read_regular(path: str, limit: int = 64 << 20, *, follow: bool = False) -> str | None:
+    """A regular file's text, or None: never blocks on a FIFO, reads a device forever
+    or (unless ``follow``) reads through a symbolic link."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(limit + 1)
-        return raw.decode("utf-8") if len(raw) <= limit else None
+        return read_bytes(path, limit, follow=follow).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    finally:
-        os.close(fd)
 
 
 def check_replaceable(path: str) -> None:
@@ -157,12 +235,52 @@ def check_replaceable(path: str) -> None:
         raise UnsafePath(path, "it is not a regular file")
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace ``path`` by ``text`` all at once (temp file, fsync, rename)."""
+_ATOMIC_TEMP = r"\.{name}\.poolc-(\d{{1,10}})-[0-9a-f]{{8}}\.tmp"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_temps(path: str, *, locked: bool = False) -> list[str]:
+    """Remove the temps an earlier ``write_atomic`` of ``path`` left when it was killed
+    before its rename; the names removed. Under the target's lock (``locked``) every
+    such temp is stale; otherwise only those of processes that are gone."""
+    directory = os.path.dirname(path) or "."
+    pattern = re.compile(_ATOMIC_TEMP.format(name=re.escape(os.path.basename(path))))
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    removed = []
+    for name in sorted(names):
+        match = pattern.fullmatch(name)
+        if match is None or (not locked and (int(match[1]) == os.getpid() or _alive(int(match[1])))):
+            continue
+        try:
+            if stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode):
+                os.unlink(os.path.join(directory, name))
+                removed.append(name)
+        except OSError:
+            continue
+    return removed
+
+
+def write_atomic(path: str, text: str, *, locked: bool = False) -> None:
+    """Replace ``path`` by ``text`` all at once (temp file, fsync, rename); first remove
+    the temps a killed earlier write of ``path`` left (``locked``: the caller holds
+    the target's lock, so every such temp is stale)."""
     check_replaceable(path)
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f".poolc-{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    remove_stale_temps(path, locked=locked)
+    temp = os.path.join(directory, f".{os.path.basename(path)}.poolc-{os.getpid()}-{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:

@@ -223,7 +223,10 @@ def test_sarif_odd_paths_positions_and_unknown_rules_stay_valid():
 
 
 def test_artifact_location_of_windows_absolute_path():
-    assert artifact_location("C:\\repo\\a.yaml") == {"uri": "file:///C:/repo/a.yaml"}
+    """On Windows a backslash separates directories; elsewhere it is part of a name."""
+    assert artifact_location("C:\\repo\\a.yaml", windows=True) == {"uri": "file:///C:/repo/a.yaml"}
+    assert artifact_location("C:\\repo\\a.yaml", windows=False) == {"uri": "C%3A%5Crepo%5Ca.yaml",
+                                                                      "uriBaseId": "%SRCROOT%"}
 
 
 def test_empty_text_and_github_render_nothing():

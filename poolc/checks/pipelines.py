@@ -50,6 +50,32 @@ def quantities(ctx: Context) -> Iterator[Diagnostic]:
                     request.field_path(name), request=request.id)
 
 
+# SageMaker's ResourceConfig.VolumeSizeInGB: 1 to 16,384 (botocore's SageMaker service
+# model: "min": 1, "max": 16384; the API reads it as decimal gigabytes, poolc rounds up).
+SAGEMAKER_MAX_VOLUME_GB = 16_384
+
+
+@check(d.R001)
+def sagemaker_disk(ctx: Context) -> Iterator[Diagnostic]:
+    """R001: on a SageMaker step operator, ``disk`` becomes the training job's
+    VolumeSizeInGB, which SageMaker accepts from 1 to 16,384 GB; a larger disk
+    would be written into the job and refused by SageMaker at submission."""
+    from ..units import gigabytes_ceil
+
+    for request in ctx.requests:
+        disk = request.settings.disk
+        component = ctx.components.get(request.requester or "", (None,))[0]
+        if disk is None or not isinstance(component, SageMakerComponent):
+            continue
+        size = gigabytes_ceil(disk)
+        if size > SAGEMAKER_MAX_VOLUME_GB:
+            yield request.entry.doc.diagnostic(
+                d.R001, f"step {request.step!r} runs on SageMaker step operator {component.name!r} with "
+                f"disk={disk!r} ({size:,} GB), beyond SageMaker's largest training volume of "
+                f"{SAGEMAKER_MAX_VOLUME_GB:,} GB (VolumeSizeInGB); ask for at most 16384GB",
+                request.field_path("disk"), request=request.id)
+
+
 # SageMaker's maximum MaxRuntimeInSeconds for a training job: 28 days (botocore's
 # SageMaker service model, StoppingCondition: "The maximum value is 28 days").
 SAGEMAKER_MAX_RUNTIME_SECONDS = 28 * 86_400

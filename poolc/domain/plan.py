@@ -15,15 +15,14 @@ the over-full key.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from ..diagnostics import Diagnostic
+from ..escape import json_text
 from ..jsontext import dumps_sorted
-from . import change as base_change
 from .change import BaseComparison
 from .naming import allocation_name
 
@@ -275,172 +274,13 @@ class Plan:
 
     @classmethod
     def from_json(cls, data: str | Mapping[str, Any]) -> Plan:
-        """Read back what ``to_json`` wrote (a PLANFILE); PlanFormatError says what
-        is wrong with anything else."""
-        if isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except json.JSONDecodeError as exc:
-                raise PlanFormatError(f"not a plan file: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-            except (RecursionError, ValueError) as exc:
-                raise PlanFormatError(f"not a plan file: {exc}") from None
-        return _plan_from_dict(data)
+        """Read back what ``to_json`` wrote (a PLANFILE) through the typed model of
+        ``plan_file``; PlanFormatError says what is wrong with anything else."""
+        from .plan_file import read_plan
+
+        return read_plan(data)
 
 
 def to_json(plan: Plan) -> str:
     """The plan's JSON: keys sorted, two-space indents, UTF-8 text as it is."""
-    return dumps_sorted(plan.as_dict(), ensure_ascii=False) + "\n"
-
-
-# --- reading a plan back ---------------------------------------------------------
-
-def _need(data: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(data, dict) or key not in data or not isinstance(data[key], kind) \
-            or (kind is int and isinstance(data[key], bool)):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise PlanFormatError(f"not a poolc plan file: {where}: {key!r} must be {names}")
-    return data[key]
-
-
-def _ints(data: Any, key: str, where: str) -> dict[str, int]:
-    values = _need(data, key, dict, where)
-    if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in values.items()):
-        raise PlanFormatError(f"{where}: {key!r} must map keys to integers")
-    return dict(values)
-
-
-def _optional_str(data: dict, key: str, where: str) -> str | None:
-    return None if data.get(key) is None else _need(data, key, str, where)
-
-
-def _request_from_dict(data: Any, where: str) -> PlannedRequest:
-    status = _need(data, "status", str, where)
-    if status not in STATUSES:
-        raise PlanFormatError(f"{where}: status {status!r} is not one of {', '.join(STATUSES)}")
-    return PlannedRequest(
-        id=_need(data, "id", str, where), requester=_optional_str(data, "requester", where),
-        preemptible=_need(data, "preemptible", bool, where), demand=_ints(data, "demand", where),
-        status=status, pool=_optional_str(data, "pool", where), policy=_optional_str(data, "policy", where),
-        borrowed=_ints(data, "borrowed", where), reason=_optional_str(data, "reason", where),
-        message=_need(data, "message", str, where))
-
-
-def _tier_from_dict(data: Any, where: str) -> Tier:
-    kind = _need(data, "kind", str, where)
-    if kind not in TIER_KINDS:
-        raise PlanFormatError(f"{where}: kind {kind!r} is not one of {', '.join(TIER_KINDS)}")
-    priority, bound = data.get("priority"), data.get("bound")
-    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
-        raise PlanFormatError(f"{where}: 'priority' must be an integer or null")
-    if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
-        raise PlanFormatError(f"{where}: 'bound' must be an integer")
-    return Tier(kind, priority, bound)
-
-
-def _policy_from_dict(data: Any, where: str) -> PolicyUsage:
-    return PolicyUsage(_need(data, "name", str, where), _need(data, "pool", str, where),
-                       _need(data, "priority", int, where), _ints(data, "reserved", where),
-                       _ints(data, "limit", where), _ints(data, "used", where), _ints(data, "borrowed", where))
-
-
-def _diagnostic_from_dict(data: Any, where: str) -> Diagnostic:
-    line, column = _need(data, "line", int, where), _need(data, "column", int, where)
-    severity = _need(data, "severity", str, where)
-    if severity not in ("error", "warning"):
-        raise PlanFormatError(f"{where}: severity must be error or warning")
-    return Diagnostic(_need(data, "file", str, where), line, column, line, column, _need(data, "rule", str, where),
-                      "error" if severity == "error" else "warning", _need(data, "message", str, where))
-
-
-def _plan_from_dict(data: Any) -> Plan:
-    if not isinstance(data, dict):
-        raise PlanFormatError("not a poolc plan file (a JSON object, as `poolc plan --out` writes it)")
-    version = data.get("format_version")
-    if version != FORMAT_VERSION:
-        raise PlanFormatError(f"not a poolc plan file: format_version {version!r} is not {FORMAT_VERSION}, "
-                              "the version this poolc reads")
-    solver = _need(data, "solver", dict, "solver")
-    strategy = _need(solver, "strategy", str, "solver")
-    if strategy not in STRATEGIES:
-        raise PlanFormatError(f"solver: unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
-    objective = _need(solver, "objective", list, "solver")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in objective):
-        raise PlanFormatError("solver: 'objective' must be a list of integers")
-    tiers = tuple(_tier_from_dict(t, f"solver.tiers[{i}]")
-                  for i, t in enumerate(_need(solver, "tiers", list, "solver") if "tiers" in solver else []))
-    if tiers and len(tiers) != len(objective):
-        raise PlanFormatError("solver: 'tiers' must name every objective value")
-    requests = tuple(_request_from_dict(r, f"requests[{i}]")
-                     for i, r in enumerate(_need(data, "requests", list, "plan")))
-    preempted = []
-    for i, p in enumerate(_need(data, "preempted", list, "plan")):
-        where = f"preempted[{i}]"
-        for_ = _need(p, "for", list, where)
-        if not all(isinstance(x, str) for x in for_):
-            raise PlanFormatError(f"{where}: 'for' must list request ids")
-        workload = p.get("workload")
-        if workload is not None and not isinstance(workload, str):
-            raise PlanFormatError(f"{where}: 'workload' must be a string")
-        preempted.append(Preemption(_need(p, "id", str, where), _need(p, "pool", str, where), tuple(for_),
-                                    _need(p, "message", str, where), workload))
-    pools = tuple(PoolUsage(_need(p, "name", str, f"pools[{i}]"), _ints(p, "capacity", f"pools[{i}]"),
-                            _ints(p, "used", f"pools[{i}]"), _ints(p, "free", f"pools[{i}]"))
-                  for i, p in enumerate(_need(data, "pools", list, "plan")))
-    policies = tuple(_policy_from_dict(q, f"policies[{i}]")
-                     for i, q in enumerate(_need(data, "policies", list, "plan") if "policies" in data else []))
-    diagnostics = tuple(_diagnostic_from_dict(x, f"diagnostics[{i}]")
-                        for i, x in enumerate(_need(data, "diagnostics", list, "plan")))
-    changes = data.get("changes")
-    runtime = _runtime_from_dict(data["runtime"]) if isinstance(data.get("runtime"), dict) else None
-    base = None
-    if "base" in data:
-        base = base_change.from_dict(data["base"])
-        if base is None:
-            raise PlanFormatError("not a poolc plan file: 'base' is not the comparison `plan --base` writes")
-    teams = data.get("teams", {})
-    if not isinstance(teams, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in teams.items()):
-        raise PlanFormatError("not a poolc plan file: 'teams' must map pipelines to team names")
-    return Plan(
-        inputs_digest=_need(data, "inputs_digest", str, "plan"), requests=requests, preempted=tuple(preempted),
-        pools=pools, policies=policies, diagnostics=diagnostics,
-        solver=SolverInfo(strategy, _need(solver, "status", str, "solver"), tuple(objective),
-                          float(_need(solver, "gap", (int, float), "solver")), tiers),
-        changes=changes if isinstance(changes, dict) else None, runtime=runtime,
-        finished=tuple(x for x in data.get("finished", []) if isinstance(x, str)),
-        external=_external_from(data.get("external")),
-        inputs=_ints_or_strs(data.get("inputs")), teams=dict(teams), base=base)
-
-
-def _external_from(data: Any) -> tuple[External, ...]:
-    if not isinstance(data, list):
-        return ()
-    return tuple(External(x["name"], x["policy"], x["pool"], dict(x["holds"])) for x in data
-                 if isinstance(x, dict) and all(isinstance(x.get(k), str) for k in ("name", "policy", "pool"))
-                 and isinstance(x.get("holds"), dict)
-                 and all(isinstance(k, str) and type(v) is int for k, v in x["holds"].items()))
-
-
-def _ints_or_strs(data: Any) -> dict[str, str] | None:
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        return None
-    return dict(data)
-
-
-def _runtime_from_dict(data: dict) -> Runtime:
-    differences = tuple(RuntimeDifference(_need(x, "id", str, f"runtime.differences[{i}]"),
-                                          _need(x, "plan", str, f"runtime.differences[{i}]"),
-                                          _need(x, "cluster", str, f"runtime.differences[{i}]"),
-                                          _need(x, "message", str, f"runtime.differences[{i}]"))
-                        for i, x in enumerate(_need(data, "differences", list, "runtime")))
-    notes = data.get("notes", [])
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise PlanFormatError("not a poolc plan file: runtime: 'notes' must list strings")
-    stopped = data.get("stopped", "")
-    if not isinstance(stopped, str):
-        raise PlanFormatError("not a poolc plan file: runtime: 'stopped' must be a string")
-    submit = data.get("submit", "gate")
-    if submit not in ("gate", "all"):
-        raise PlanFormatError("not a poolc plan file: runtime: 'submit' must be gate or all")
-    return Runtime(_need(data, "engine", str, "runtime"), differences, tuple(notes), stopped, submit)
-
-
+    return json_text(dumps_sorted(plan.as_dict(), ensure_ascii=False) + "\n")

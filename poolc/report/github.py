@@ -2,17 +2,22 @@
 
 The runner parses one command per line and splits properties on ``,`` and the
 message on ``::``, so values are percent-escaped the way GitHub's own toolkit does.
+The runner's legacy form ``##[`` is spelt ``#\\x23[`` as in the text output
+(``poolc.escape``), so no runner ever reads a second command out of a message.
 """
 
 from __future__ import annotations
 
 from poolc.diagnostics import Diagnostic
+from poolc.escape import TEXT_LIMIT, clip
 from poolc.report import ordered
 
 
 def escape_data(text: str) -> str:
     """Escape the message part: ``%`` first, so later escapes are not escaped again."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if len(text) > TEXT_LIMIT:
+        text = clip(list(text), TEXT_LIMIT)
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace("##[", "#\\x23[")
 
 
 def escape_property(text: str) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 
 from poolc.diagnostics import Diagnostic
+from poolc.escape import json_text
 from poolc.report import ordered
 
 
 def render(diagnostics: list[Diagnostic]) -> str:
     doc = {"diagnostics": [d.as_dict() for d in ordered(diagnostics)]}
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return json_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from .. import escape
 from ..diagnostics import Diagnostic
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlannedRequest
+from ..escape import md_code, md_fence, md_html
 from . import plan_view as view
 from .objective import objective_rows, unproven_line
 from .quantities import amounts, cell, key_name
@@ -45,8 +47,8 @@ def _cell(text: object) -> str:
 
 
 def _code(text: str) -> str:
-    """Inline code that survives a backtick inside it."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+    """Inline code that survives any run of backticks inside it (``poolc.escape``)."""
+    return md_code(text)
 
 
 def _who(person: view.Who) -> str:
@@ -264,8 +266,8 @@ def _applying(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
         lines += _table(["", "what", "change"], rows, "changes", budget)
         lines.append("")
     used = sum(len(x) + 1 for x in lines)
-    blocks = [(f"<details><summary><code>{item['path']}</code></summary>\n\n"
-               f"```diff\n{diffs[item['path']].rstrip()}\n```\n</details>\n")
+    blocks = [(f"<details><summary><code>{md_html(item['path'])}</code></summary>\n\n"
+               f"{md_fence(diffs[item['path']].rstrip(), 'diff')}\n</details>\n")
               for item in files if diffs.get(item["path"])]
     if used + sum(len(block) + 1 for block in blocks) > budget:
         used += 200                                          # room for the note
@@ -301,7 +303,10 @@ def _shares(sizes: list[int], budget: int) -> list[int]:
 
 
 def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> str:
-    """The comment; always under GitHub's 65,536-character limit."""
+    """The comment; always under GitHub's 65,536-character limit. Every string of the
+    plan is input: made inert for Markdown first (``poolc.escape.md_inert``, which
+    also bounds each field), the result passes the runner guard last."""
+    plan = escape.deep(plan, escape.md_inert)
     base = plan.base
     if base is not None and base.no_effect:
         return no_changes(plan)
@@ -330,7 +335,7 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
     sizes = [len("\n".join(section(UNLIMITED))) + 1 for section in sections]
     shares = _shares(sizes, BUDGET - len("\n".join(head)))
     body = [line for section, share in zip(sections, shares, strict=True) for line in section(share)]
-    return "\n".join(head + body).rstrip() + "\n"
+    return escape.guard_lines("\n".join(head + body).rstrip() + "\n")
 
 
 def render_errors(errors: Sequence[Diagnostic], command: str) -> str:
@@ -342,11 +347,12 @@ def render_errors(errors: Sequence[Diagnostic], command: str) -> str:
              "another platform). Fix these first:", ""]
     used = sum(len(x) + 1 for x in lines) + 400
     for shown, x in enumerate(errors):
-        line = f"- {_code(f'{x.file}:{x.line}:{x.column}')} **{x.rule}** {_cell(x.message)}"
+        line = (f"- {_code(f'{x.file}:{x.line}:{x.column}')} **{escape.md_text(x.rule)}** "
+                f"{_cell(escape.md_text(x.message))}")
         if used + len(line) + 1 > BUDGET:
             lines.append(f"- _and {count - shown} more errors; run the command below to see them all._")
             break
         lines.append(line)
         used += len(line) + 1
     lines += ["", "Reproduce locally:", "", "```sh", command, "```"]
-    return "\n".join(lines) + "\n"
+    return escape.guard_lines("\n".join(lines) + "\n")

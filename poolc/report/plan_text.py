@@ -21,6 +21,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .. import escape
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan
 from . import plan_view as view
@@ -243,8 +244,10 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     """The text plan, as people read it in a terminal or a CI log; ``diffs``: the
     unified diff of each generated file known on disk (`poolc plan` has them; a
     saved plan does not)."""
+    plan = escape.deep(plan, escape.text)   # every string is input: one line, no runner command, bounded
+    diffs = {escape.text(path): "\n".join(escape.block(diff)) for path, diff in (diffs or {}).items()}
     console = Console(file=io.StringIO(), record=True, width=WIDTH, color_system="standard" if color else None,
-                      force_terminal=color, no_color=not color, highlight=False, emoji=False,
+                      force_terminal=color, no_color=not color, highlight=False, emoji=False, markup=False,
                       soft_wrap=False, legacy_windows=False)
     base = plan.base
     if base is not None and base.no_effect:
@@ -276,4 +279,4 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     if plan.changes is not None:
         _changes(console, plan, plan.changes, diffs or {})
     text = console.export_text(styles=color)
-    return "".join(line.rstrip() + "\n" for line in text.splitlines())
+    return escape.guard_lines("".join(line.rstrip() + "\n" for line in text.splitlines()))

@@ -7,11 +7,13 @@ Nothing machine- or time-dependent goes in, so the same input gives the same byt
 from __future__ import annotations
 
 import json
+import os
 from pathlib import PurePosixPath, PureWindowsPath
 from urllib.parse import quote
 
 from poolc import __version__
 from poolc.diagnostics import RULES, Diagnostic
+from poolc.escape import json_text
 from poolc.report import ordered
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -20,12 +22,28 @@ INFORMATION_URI = "https://github.com/poolc/poolc"
 SRCROOT = "%SRCROOT%"
 
 
-def artifact_location(file: str) -> dict:
-    """A relative path becomes a URI under %SRCROOT%; an absolute one a file: URI."""
-    path = file.replace("\\", "/")
-    if PurePosixPath(path).is_absolute() or PureWindowsPath(file).is_absolute():
-        drive_path = path if path.startswith("/") else "/" + path
-        return {"uri": "file://" + quote(drive_path, safe="/:")}
+def artifact_location(file: str, windows: bool = os.sep == "\\") -> dict:
+    """A relative path becomes a URI under %SRCROOT%, an absolute one a file: URI, each
+    percent-encoded so that it names the very file: a backslash separates directories
+    only where the platform says so (``windows``); elsewhere it is part of a file
+    name. Windows paths: ``C:\\r\\p.yaml`` -> ``file:///C:/r/p.yaml``, a share
+    ``\\\\host\\share\\p.yaml`` -> ``file://host/share/p.yaml``."""
+    if windows:
+        path = file.replace("\\", "/")
+        if path.startswith("//") and not path.startswith("///"):          # \\host\share\...: the host is the authority
+            host, _, rest = path[2:].partition("/")
+            return {"uri": f"file://{quote(host, safe='')}/{quote(rest, safe='/')}"}
+        if PureWindowsPath(file).is_absolute() or path.startswith("/"):
+            drive = PureWindowsPath(file).drive
+            rest = path[len(drive):] if drive else path
+            return {"uri": "file:///" + (drive if drive else "") + quote(rest if drive else rest.lstrip("/"),
+                                                                      safe="/")}
+        if PureWindowsPath(file).drive:   # C:relative: relative to a drive's current directory, not to the root
+            path = path[len(PureWindowsPath(file).drive):]
+    else:
+        path = file
+        if PurePosixPath(path).is_absolute():
+            return {"uri": "file://" + quote(path, safe="/")}
     while path.startswith("./"):
         path = path[2:]
     return {"uri": quote(path, safe="/"), "uriBaseId": SRCROOT}
@@ -90,4 +108,4 @@ def log(diagnostics: list[Diagnostic]) -> dict:
 
 
 def render(diagnostics: list[Diagnostic]) -> str:
-    return json.dumps(log(diagnostics), indent=2, sort_keys=True) + "\n"
+    return json_text(json.dumps(log(diagnostics), indent=2, sort_keys=True) + "\n")

@@ -24,7 +24,8 @@ class Sources:
 
     def lines(self, file: str) -> list[str] | None:
         if file not in self._lines:
-            # only a regular file: a FIFO or a device named in a diagnostic must not hang us
+            # only a regular file, never through a link (a YAML file a pull request linked to
+            # .git/config must not be quoted): a FIFO or a device must not hang us either
             text = read_regular(file, limit=16 << 20)
             self._lines[file] = None if text is None else text.removeprefix("\ufeff").splitlines()
         return self._lines[file]
