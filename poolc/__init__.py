@@ -11,7 +11,7 @@ import os as _os
 import sys as _sys
 from types import TracebackType as _TracebackType
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 API_VERSION = "poolc/v1"
 
 
