@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..domain.eligibility import eligible_policies, rejection
-from ..model import MAX_INT, NEW_SPELLINGS, RECLAIM_TOLERANCE, ResourceSettings, SageMakerComponent
+from ..model import MAX_INT, NEW_SPELLINGS, RECLAIM_TOLERANCE, PipelineSpec, ResourceSettings, SageMakerComponent
 from ..requests import StepRequest
 from ..units import parse_bytes
 from . import Context, check
@@ -142,15 +142,20 @@ def zenml_098_spellings(ctx: Context) -> Iterator[Diagnostic]:
     reclaim_tolerance none/any = preemptible false/true); the warning names the v1
     field, so files stay readable by tools that know only v1."""
     for _, entry in sorted(ctx.config.pipelines.items()):
-        spec = entry.obj.spec
-        places: list[tuple[tuple[str, ...], ResourceSettings | None]] = [
-            (("spec", "settings", "resources"), spec.settings.resources if spec.settings else None)]
-        places += [(("spec", "steps", name, "settings", "resources"), step.settings.resources if step.settings
-                    else None) for name, step in spec.steps.items()]
-        for path, settings in places:
+        for path, settings in _resource_settings(entry.obj.spec):
             for new in settings.new_spellings() if settings is not None else []:
                 yield entry.doc.diagnostic(d.R007, _spelling_message(new, getattr(settings, new)),
                                            path + (new,), key=True)
+
+
+def _resource_settings(spec: PipelineSpec) -> list[tuple[tuple[str, ...], ResourceSettings | None]]:
+    """(document path, settings) of a pipeline's own resources and of each step's: the
+    places the ZenML 0.98 spellings and capacity classes are reported at."""
+    places: list[tuple[tuple[str, ...], ResourceSettings | None]] = [
+        (("spec", "settings", "resources"), spec.settings.resources if spec.settings else None)]
+    places += [(("spec", "steps", name, "settings", "resources"), step.settings.resources if step.settings
+                else None) for name, step in spec.steps.items()]
+    return places
 
 
 def _spelling_message(new: str, value: object) -> str:
@@ -179,12 +184,7 @@ def capacity_classes(ctx: Context) -> Iterator[Diagnostic]:
     capacity classes, so it ignores them (the demand counts in full on any pool the
     step may use). gpu_class is not a GPU model: write gpu_type for a node selector."""
     for _, entry in sorted(ctx.config.pipelines.items()):
-        spec = entry.obj.spec
-        places: list[tuple[tuple[str, ...], ResourceSettings | None]] = [
-            (("spec", "settings", "resources"), spec.settings.resources if spec.settings else None)]
-        places += [(("spec", "steps", name, "settings", "resources"), step.settings.resources if step.settings
-                    else None) for name, step in spec.steps.items()]
-        for path, settings in places:
+        for path, settings in _resource_settings(entry.obj.spec):
             for sub, what in _capacity_classes(settings) if settings is not None else []:
                 yield entry.doc.diagnostic(d.R009, f"{what} is a ZenML capacity class; poolc has none and ignores "
                                            "it" + (" (for a GPU model, write gpu_type)" if sub == ("gpu_class",)
