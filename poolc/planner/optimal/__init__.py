@@ -35,7 +35,7 @@ Why it is shaped this way (docs/solver.md has the measurements):
   checks its answer before it is used.
 * Independent parts (`planner/decompose.py`): pools that no request class can
   choose between are planned as separate models, one after the other, each
-  with the global tier list; tier values add up (`solve`). Exact, and smaller
+  with the global tier list; tier values add up (`parts`). Exact, and smaller
   models prove faster.
 * The FIFO prefix sums get one segment per count a class can reach (bounded by
   capacity and limits), not one per member: on a large platform most classes
@@ -77,12 +77,12 @@ the same form with bound = reserved.
 The modules, bottom up: `settings`, `classes`, `model` (the model of one part
 and its values), `short_keys`, `rules`, `dominance`, `tiers`, `build`, `run`
 (what the steps carry), `hints`, `attempts`, `folds`, `retries`, `loop`,
-`reopening`, `hand_out`, `solve`.
+`reopening`, `hand_out`, `parts` (`solve`).
 """
 
 from __future__ import annotations
 
+from .parts import solve
 from .settings import SolverSettings
-from .solve import solve
 
 __all__ = ["SolverSettings", "solve"]

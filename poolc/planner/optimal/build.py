@@ -16,7 +16,7 @@ from .tiers import add_tiers
 def build(problem: Problem, classes: list[RequestClass], victims: list[VictimClass], layout: Layout,
           pools: list[str], settings: SolverSettings, forbidden: frozenset[int] = frozenset()) -> Built:
     """The model of one part: ``classes`` and ``victims`` live in ``pools`` only;
-    ``forbidden``: victim classes that may not be preempted (`solve.repaired`)."""
+    ``forbidden``: victim classes that may not be preempted (`parts.repaired`)."""
     model = cp_model.CpModel()
     b = Built(model, classes, victims, layout.rank_n)
     b.forbidden = set(forbidden)

@@ -10,7 +10,7 @@ borrow a resource the preemptor lacks).
 In the model through one flag per (pool, key) where few victim classes need
 them; where many do, the flags' relaxation would slow every proof, so the rule
 is checked on the answer instead (`unjustified`) and the part planned again
-without the classes that broke it (`solve.repaired`).
+without the classes that broke it (`parts.repaired`).
 """
 
 from __future__ import annotations

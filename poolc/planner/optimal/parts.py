@@ -33,16 +33,12 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0, progress: P
     tests and benchmarks: same tier values, slower); ``settings``: the tuning
     (default: `SolverSettings()`)."""
     settings = SolverSettings() if settings is None else settings
-    classes = request_classes(problem)
-    victims = victim_classes(problem, borrowed_parts(problem))
-    layout = tier_layout(problem, classes, victims)
-    parts = (split(problem, classes, victims) if decompose
-             else [(sorted(p.name for p in problem.pools), classes, victims)])
-    built = [build(problem, c, v, layout, pools, settings) for pools, c, v in parts]
-    run = Run(settings, Budget(max_deterministic_time, sum(1 for b in built for t in b.tiers if t.active)), progress)
+    layout, parts = models(problem, settings, decompose)
+    run = Run(settings, Budget(max_deterministic_time, sum(1 for _, b in parts for t in b.tiers if t.active)),
+              progress)
     results = []
-    for i, (b, part) in enumerate(zip(built, parts, strict=True), 1):
-        label = f"part {i}/{len(built)} ({len(b.classes)} classes): " if len(built) > 1 else ""
+    for i, (part, b) in enumerate(parts, 1):
+        label = f"part {i}/{len(parts)} ({len(b.classes)} classes): " if len(parts) > 1 else ""
         results.append(repaired(run, problem, layout, part, b, label))
     budget = run.budget
     while settings.reopen and budget.total - budget.spent > 1e-3:
@@ -57,6 +53,18 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0, progress: P
     solution = hand_out(problem, results, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
     solution.bounds = bounds
     return solution
+
+
+def models(problem: Problem, settings: SolverSettings,
+           decompose: bool = True) -> tuple[Layout, list[tuple[Part, Built]]]:
+    """The tier layout every part shares, and each part with its model (one part
+    for all pools when not ``decompose``)."""
+    classes = request_classes(problem)
+    victims = victim_classes(problem, borrowed_parts(problem))
+    layout = tier_layout(problem, classes, victims)
+    parts = (split(problem, classes, victims) if decompose
+             else [(sorted(p.name for p in problem.pools), classes, victims)])
+    return layout, [(part, build(problem, part[1], part[2], layout, part[0], settings)) for part in parts]
 
 
 def split(problem: Problem, classes: list[RequestClass], victims: list[VictimClass]) -> list[Part]:
