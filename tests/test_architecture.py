@@ -97,3 +97,63 @@ def test_the_check_sees_a_wrong_import(tmp_path, monkeypatch):
     bad.write_text("from poolc.planner import optimal\n", encoding="utf-8")
     assert imported_tops(bad) == [(1, "planner")]
     assert layer_of("planner") < layer_of("domain")
+
+
+# Inside the optimal strategy's package (poolc/planner/optimal/), top to bottom, as in
+# docs/architecture.md: the tier loop's steps above the model they work on.
+OPTIMAL = PACKAGE / "planner" / "optimal"
+OPTIMAL_LAYERS: list[set[str]] = [
+    {"__init__"},
+    {"parts"},                                            # solve: part by part, reopen, hand out
+    {"reopening"},
+    {"loop"},                                             # the lexicographic loop's steps
+    {"retries"},                                          # one retry strategy per kind of tier
+    {"hand_out", "hints", "attempts", "folds", "build"},
+    {"tiers", "rules", "dominance"},
+    {"short_keys", "run"},
+    {"model"},
+    {"classes", "settings"},
+]
+
+
+def optimal_layer(name: str) -> int:
+    for index, names in enumerate(OPTIMAL_LAYERS):
+        if name in names:
+            return index
+    raise AssertionError(f"poolc/planner/optimal/{name}.py is in no layer: add it to OPTIMAL_LAYERS and the doc")
+
+
+def optimal_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module of the optimal package) of every import of one, relative or not."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 or node.module and node.module.startswith("poolc.planner.optimal"):
+                rest = (node.module or "").removeprefix("poolc.planner.optimal").lstrip(".")
+                if rest:
+                    found.append((node.lineno, rest.split(".")[0]))
+                else:              # "from . import x": x is a module, or a name of __init__
+                    found += [(node.lineno, a.name if (OPTIMAL / f"{a.name}.py").exists() else "__init__")
+                              for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[3]) for a in node.names
+                      if a.name.startswith("poolc.planner.optimal.")]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(OPTIMAL.glob("*.py")), ids=lambda p: p.name)
+def test_the_optimal_package_imports_only_go_down(path):
+    here = path.stem
+    wrong = [f"line {line}: imports {name} from above ({path.stem} is in layer {optimal_layer(here)})"
+             for line, name in optimal_imports(path) if name != here and optimal_layer(name) < optimal_layer(here)]
+    assert not wrong, f"poolc/planner/optimal/{path.name}:\n" + "\n".join(wrong)
+
+
+def test_the_optimal_layer_check_sees_a_wrong_import(tmp_path):
+    """A model module importing the loop is caught; every module is in a layer."""
+    bad = tmp_path / "model.py"
+    bad.write_text("from . import loop\nfrom .classes import RequestClass\nimport poolc.planner.optimal.hints\n",
+                   encoding="utf-8")
+    assert optimal_imports(bad) == [(1, "loop"), (2, "classes"), (3, "hints")]
+    assert optimal_layer("loop") < optimal_layer("model") < optimal_layer("classes")
+    assert {p.stem for p in OPTIMAL.glob("*.py")} == set().union(*OPTIMAL_LAYERS)

@@ -395,7 +395,7 @@ def test_folded_count_tiers_agree_with_the_tiers_apart(block: int, monkeypatch: 
 
 
 def test_a_count_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no time for a folded pair of count tiers (COUNT_FOLD_QUICK = 0), the
+    """With no time for a folded pair of count tiers (count_fold_quick = 0), the
     first tier is solved alone on the pair's copy, hinted with what the fold found,
     and the second on its own copy: the tier values are those of the proven folds
     and of the brute force, and as many copies are solved as with no fold at all."""

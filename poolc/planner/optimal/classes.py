@@ -2,9 +2,9 @@
 preemption candidates as one victim class.
 
 Why: a class is an integer count per eligible policy and a victim class one
-preempted count, so 10,000 requests from a few dozen shapes become a few
-thousand integers, and the symmetric 0/1 choices that would stall the proof
-disappear. Members are kept in the order the hand-out takes them.
+preempted count, so many requests of a few dozen shapes become a few
+thousand integers, not a 0/1 choice per request and policy, and the symmetric
+choices that would stall the proof disappear. Members are kept in the order the hand-out takes them.
 """
 
 from __future__ import annotations
