@@ -20,6 +20,7 @@ from .run import PartResult
 
 def hand_out(problem: Problem, results: list[tuple[Built, PartResult]], objective: list[int], status: str,
              gap: float) -> Solution:
+    """The Solution of every part's counts, with the whole's ``objective``, ``status`` and ``gap``."""
     admitted: dict[str, PolicyRule] = {}
     in_share: set[str] = set()
     for b, r in results:

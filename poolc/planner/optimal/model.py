@@ -31,6 +31,9 @@ class Values:
 
 @dataclass
 class Tier:
+    """One value of the objective: what CP-SAT optimizes for it, its exact value
+    from decision values, and how it is solved (restricted copy, fold)."""
+
     name: str
     maximize: bool
     terms: Terms                                 # what CP-SAT optimizes
@@ -58,6 +61,9 @@ class Layout:
 
 @dataclass
 class Built:
+    """The CP-SAT model of one part, its variables by class, policy and victim
+    class, and what the rules, cuts and tiers recorded while building it."""
+
     model: cp_model.CpModel
     classes: list[RequestClass]
     victims: list[VictimClass]

@@ -41,6 +41,9 @@ class Run:
 
 @dataclass
 class PartResult:
+    """One part's answer so far: tier values and bounds, every variable's value,
+    and what the loop and `reopening` need to come back to a tier."""
+
     vals: Values
     values: list[int]
     bounds: list[int]
