@@ -19,11 +19,11 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"cli", "__main__"}),
     ("commands", {"validate", "plan", "apply", "statecmd", "rules_doc", "runtime", "forecast", "waiting"}),
     ("stages", {"checks", "planner", "targets", "report"}),
-    ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
+    ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "state_file", "inputs",
                  "schemas", "reports", "observe", "sources"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
-                    "escape", "textdiff", "__init__"}),
+                    "jsonpos", "escape", "textdiff", "__init__"}),
 ]
 STAGES = {"checks", "planner", "targets", "report"}
 
