@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                  "schemas", "reports", "observe", "sources"}),
     ("domain", {"domain"}),
     ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
-                    "jsonpos", "escape", "textdiff", "__init__"}),
+                    "jsonpos", "journal_file", "escape", "textdiff", "__init__"}),
 ]
 STAGES = {"checks", "planner", "targets", "report"}
 
