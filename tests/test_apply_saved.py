@@ -109,3 +109,42 @@ def test_state_import_never_needs_the_solver(platform):
     state = json.loads(Path("poolc.state.json").read_text(encoding="utf-8"))
     starts = {a["metadata"]["name"]: a["spec"].get("started_at") for a in state["allocations"]}
     assert starts["llm-finetune--distill"] == STARTED
+
+
+# `poolc ARGS...` counting, through Python's audit hook, every read-only open of a
+# path (os.open and open alike), printed as JSON on stderr's last line
+COUNT_READS = r"""
+import collections, json, os, sys
+reads = collections.Counter()
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str):
+        flags = args[2] if len(args) > 2 and isinstance(args[2], int) else os.O_RDONLY
+        mode = args[1] if isinstance(args[1], str) else ""
+        if flags & os.O_ACCMODE == os.O_RDONLY and "w" not in mode and "a" not in mode:
+            reads[os.path.basename(args[0])] += 1
+sys.addaudithook(hook)
+from poolc.cli import main
+try:
+    main(sys.argv[1:], prog_name="poolc")
+finally:
+    sys.stderr.write("\n" + json.dumps(reads) + "\n")
+"""
+
+
+def reads_of(*args: str, cwd: Path) -> tuple[int, dict[str, int]]:
+    done = subprocess.run([sys.executable, "-c", COUNT_READS, *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+    return done.returncode, json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_apply_reads_the_state_and_each_generated_file_once(platform):
+    assert cli("apply", "examples", "--output-dir", "deploy", "--now", NOW).exit_code == 0
+    inputs = {p.name for p in Path("examples").rglob("*")}   # kueue/<pool>.yaml is also an input's name
+    generated = [p for p in Path("deploy").rglob("*") if p.is_file() and p.name not in inputs]
+    assert len(generated) > 10
+    for args in ((), ("--check",)):
+        code, reads = reads_of("apply", "examples", "--output-dir", "deploy", "--now", NOW, *args, cwd=platform)
+        assert code == 0
+        assert reads["poolc.state.json"] == 1
+        names = [p.name for p in generated]
+        assert {name: reads.get(name, 0) for name in names} == {name: names.count(name) for name in names}
