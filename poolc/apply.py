@@ -199,8 +199,8 @@ def _solver(strategy: str, progress: Callable[[str], None] | None) -> Callable[.
 
 def _saved(result: ApplyResult, job: _Job, prepared: Any) -> Any:
     """The saved plan checked against the inputs and rendered without solving
-    (poolc.saved); solved again only when the plan file cannot say its in-share set."""
-    from . import saved as saved_plan
+    (poolc.saved_plan); solved again only when the plan file cannot say its in-share set."""
+    from . import saved_plan
     from .plan import plan_prepared
 
     saved = job.saved
