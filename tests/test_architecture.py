@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "poolc"
 # Top to bottom, as in docs/architecture.md.
 LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"cli", "__main__"}),
-    ("commands", {"validate", "plan", "apply", "saved_plan", "statecmd", "rules_doc", "runtime", "forecast", "waiting"}),
+    ("commands", {"validate", "plan", "apply", "saved_plan", "statecmd", "rules_doc", "runtime", "forecast",
+                  "waiting"}),
     ("stages", {"checks", "planner", "targets", "report"}),
     ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
                  "schemas", "reports", "observe", "sources"}),
