@@ -210,13 +210,13 @@ def _saved(result: ApplyResult, job: _Job, prepared: Any) -> Any:
     if stale:
         result.refused = stale
         return None
-    found = saved_plan.solution_of(saved, prepared)
-    if found is None:
-        result.refused = saved_plan.EDITED
-        return None
-    solution, fresh = found
-    share = saved_plan.in_share(saved, solution)
+    share = saved_plan.in_share(saved, saved_plan.new_grants(saved, prepared))
     if share is not None:
+        found = saved_plan.solution_of(saved, prepared)
+        if found is None:
+            result.refused = saved_plan.EDITED
+            return None
+        solution, fresh = found
         return saved_plan.apply_saved(saved, prepared, dataclasses.replace(solution, in_share=share), fresh,
                                       output_dir=job.output_dir, now=job.now)
     strategy = saved.solver.strategy   # solve again with the plan's strategy: it must come out the same

@@ -114,9 +114,15 @@ def _fits(plan: Plan, solution: Solution, prepared: Prepared) -> bool:
     return True
 
 
-def in_share(saved: Plan, solution: Solution) -> frozenset[str] | None:
-    """The new grants the plan counted inside their reserved share, when the plan
-    file tells (module doc); None when only solving again would."""
+def new_grants(saved: Plan, prepared: Prepared) -> set[str]:
+    """The steps the saved plan admits that do not run yet (the Problem's requests)."""
+    requests = {r.id for r in prepared.problem.requests}
+    return {r.id for r in saved.requests if r.id in requests and r.status == ALLOCATED and r.reason != UNMANAGED}
+
+
+def in_share(saved: Plan, grants: set[str]) -> frozenset[str] | None:
+    """Which of the plan's new ``grants`` it counted inside their reserved share, when
+    the plan file tells (module doc); None when only solving again would."""
     if saved.solver.strategy != "optimal":
         return frozenset()
     tiers, objective = saved.solver.tiers, saved.solver.objective
@@ -124,8 +130,8 @@ def in_share(saved: Plan, solution: Solution) -> frozenset[str] | None:
         return None
     if objective[0] == 0:
         return frozenset()
-    if objective[0] == len(solution.admitted):
-        return frozenset(solution.admitted)
+    if objective[0] == len(grants):
+        return frozenset(grants)
     return None
 
 
