@@ -2,6 +2,10 @@
 Plan, and say what it changes (allocations, generated files, the state).
 
 The CLI (`plan`, `apply`) calls ``plan_paths`` and only renders what it returns.
+It is a row of steps that each return a value (``load``, ``read_inputs_state``,
+``prepare``, ``decide_strategy``, ``decide``, ``replay_runtime``, ``what_changes``);
+the Plan the strategy's decisions give is completed once, at the end, and `apply
+--plan` (poolc.saved_plan) reuses the steps before the solve and after it.
 The strategy module is imported here, on demand, so importing this module never
 imports OR-Tools.
 

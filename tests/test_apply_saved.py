@@ -148,3 +148,51 @@ def test_apply_reads_the_state_and_each_generated_file_once(platform):
         assert reads["poolc.state.json"] == 1
         names = [p.name for p in generated]
         assert {name: reads.get(name, 0) for name in names} == {name: names.count(name) for name in names}
+
+
+NO_RESERVE = """\
+apiVersion: poolc/v1
+kind: ResourcePool
+metadata: {name: dc}
+spec: {capacity: {gpu: 8, step_run: 10}}
+---
+apiVersion: poolc/v1
+kind: Policy
+metadata: {name: prod}
+spec: {subject: prod-k8s, pool: dc, priority: 100}
+---
+apiVersion: poolc/v1
+kind: Stack
+metadata: {name: prod-stack}
+spec:
+  orchestrator: {name: prod-k8s, flavor: kubernetes, namespace: prod, image: "train:1"}
+---
+apiVersion: poolc/v1
+kind: Pipeline
+metadata: {name: train}
+spec:
+  stack: prod-stack
+  steps:
+    a: {settings: {resources: {gpu_count: 4}}}
+    b: {settings: {resources: {gpu_count: 2}}}
+    c: {settings: {resources: {gpu_count: 4}}}
+"""
+
+
+def test_an_optimal_plan_with_no_reserved_share_applies_without_the_solver(tmp_path, monkeypatch):
+    """No policy reserves anything, so the plan counts no grant inside a reserved
+    share (its first objective value is 0) and the file says all apply needs."""
+    monkeypatch.chdir(tmp_path)
+    Path("platform.yaml").write_text(NO_RESERVE, encoding="utf-8")
+    assert cli("plan", "platform.yaml", "--out", "plan.json").exit_code == 0
+    saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
+    assert saved["solver"]["strategy"] == "optimal" and saved["solver"]["objective"][0] == 0
+    assert {r["status"] for r in saved["requests"]} == {"allocated", "queued"}
+    done = without_solver("apply", "platform.yaml", "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json",
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = tree(tmp_path / "deploy"), Path("poolc.state.json").read_bytes()
+    os.rename("deploy", "deploy-saved")
+    os.unlink("poolc.state.json")
+    assert cli("apply", "platform.yaml", "--output-dir", "deploy", "--now", NOW).exit_code == 0
+    assert (tree(tmp_path / "deploy"), Path("poolc.state.json").read_bytes()) == written
