@@ -2,11 +2,15 @@
 of the whole command, and whether both wrote the same bytes.
 
     python benchmarks/apply_saved.py --baseline REV [--requests 10000] [--seed 1]
-                                     [--strategies zenml,optimal] [--keep DIR]
+                                     [--strategies zenml,optimal] [--no-reserve] [--keep DIR]
 
 The platform is plan_scale's seeded one (benchmarks/plan_cli.py writes it as
 YAML), without the steps no pool can ever admit: apply refuses a configuration
-with errors, and a rejected step is one. For each strategy, `poolc plan --out`
+with errors, and a rejected step is one. ``--no-reserve`` drops every policy's
+reserved share (and the non-preemptible steps that then fit nowhere): an `optimal`
+plan then counts no grant inside a reserved share, its file says so, and apply
+renders it without solving (docs/cli.md, `--plan`); with reserved shares it solves
+again. For each strategy, `poolc plan --out`
 (this checkout) saves a plan; then each poolc (``--baseline REV``, exported with
 `git archive`, and this checkout) runs, in a fresh directory:
 
@@ -22,6 +26,7 @@ two. Figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -43,8 +48,12 @@ from poolc.domain.problem import Problem  # noqa: E402
 NOW = "2026-11-23T03:00:00Z"
 
 
-def admissible(problem: Problem) -> Problem:
-    """The problem without the requests that are eligible nowhere (R003/R004)."""
+def admissible(problem: Problem, reserve: bool = True) -> Problem:
+    """The problem without the requests that are eligible nowhere (R003/R004); without
+    ``reserve``, also without any policy's reserved share (and what needed one)."""
+    policies = problem.policies if reserve else tuple(dataclasses.replace(q, reserved={}) for q in problem.policies)
+    problem = Problem(problem.pools, policies, problem.requests,
+                      tuple(a for a in problem.running if reserve or a.preemptible))
     kept = tuple(r for r in problem.requests if eligible_policies(problem, r)[0])
     return Problem(problem.pools, problem.policies, kept, problem.running)
 
@@ -72,7 +81,7 @@ def digest_tree(root: Path) -> str:
 def run(args: argparse.Namespace, work: Path) -> None:
     platform = work / "platform"
     if not (platform / "platform.yaml").exists():
-        write_instance(admissible(make_problem(args.seed, n_requests=args.requests)), platform)
+        write_instance(admissible(make_problem(args.seed, n_requests=args.requests), not args.no_reserve), platform)
     codes = [("before", _checkout(args.baseline, work)), ("after", REPO)]
     for _, code in codes:
         _compile_once(code)
@@ -116,6 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--requests", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--strategies", default="zenml,optimal")
+    ap.add_argument("--no-reserve", action="store_true", help="no policy reserves anything (see above)")
     ap.add_argument("--keep", type=Path, help="work here (else a temporary directory)")
     args = ap.parse_args(argv)
     if args.keep:
