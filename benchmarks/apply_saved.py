@@ -18,9 +18,10 @@ again. For each strategy, `poolc plan --out`
 - ``stale``: the same after an input changed (one policy's priority), which must
   be refused.
 
-Printed per run: exit code, CPU seconds (user + system of the child), and for
-``apply`` whether the output tree and the state are byte-identical between the
-two. Figures, never pass/fail.
+Printed per run: exit code, CPU seconds (user + system of the child), whether the
+child loaded OR-Tools at all (``solver``: it cannot have solved without it), and
+for ``apply`` whether the output tree and the state are byte-identical between
+the two. Figures, never pass/fail.
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ from poolc.domain.eligibility import eligible_policies  # noqa: E402
 from poolc.domain.problem import Problem  # noqa: E402
 
 NOW = "2026-11-23T03:00:00Z"
+# the child: `poolc ARGS...`, then whether OR-Tools was ever imported, into $POOLC_BENCH_SOLVER
+CHILD = r"""
+import os, sys
+from poolc.cli import main
+try:
+    main(sys.argv[1:], prog_name="poolc")
+finally:
+    with open(os.environ["POOLC_BENCH_SOLVER"], "w") as out:
+        out.write("yes" if "ortools" in sys.modules else "no")
+"""
 
 
 def admissible(problem: Problem, reserve: bool = True) -> Problem:
@@ -58,16 +69,20 @@ def admissible(problem: Problem, reserve: bool = True) -> Problem:
     return Problem(problem.pools, problem.policies, kept, problem.running)
 
 
-def poolc(code: Path, args: list[str], cwd: Path) -> tuple[int, float, str]:
-    """(exit code, CPU seconds, stderr) of one `poolc` child running the poolc in ``code``."""
-    env = {**_bytecode_env(), "PYTHONPATH": str(code)}
+def poolc(code: Path, args: list[str], cwd: Path) -> tuple[int, float, str, str]:
+    """(exit code, CPU seconds, stderr, whether OR-Tools was loaded) of one `poolc`
+    child running the poolc in ``code``."""
+    marker = cwd / ".solver"
+    env = {**_bytecode_env(), "PYTHONPATH": str(code), "POOLC_BENCH_SOLVER": str(marker)}
     env.pop("SOURCE_DATE_EPOCH", None)
     with open(os.devnull, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "poolc", *args], cwd=cwd, env=env, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, *args], cwd=cwd, env=env, stdout=out,
                                 stderr=subprocess.PIPE)
         _, status, usage = os.wait4(proc.pid, 0)
         err = proc.stderr.read().decode() if proc.stderr else ""
-    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, err
+    loaded = marker.read_text() if marker.exists() else "?"
+    marker.unlink(missing_ok=True)
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, err, loaded
 
 
 def digest_tree(root: Path) -> str:
@@ -85,27 +100,27 @@ def run(args: argparse.Namespace, work: Path) -> None:
     codes = [("before", _checkout(args.baseline, work)), ("after", REPO)]
     for _, code in codes:
         _compile_once(code)
-    print(f"{'strategy':<8} {'run':<6} {'code':<7} {'exit':>4} {'cpu s':>7}  output")
+    print(f"{'strategy':<8} {'run':<6} {'code':<7} {'exit':>4} {'cpu s':>7} {'solver':>6}  output")
     for strategy in args.strategies.split(","):
         plan_file = work / f"{strategy}.plan.json"
-        code, cpu, err = poolc(REPO, ["plan", str(platform), "--strategy", strategy, "--quiet", "--state",
-                                      str(work / "none.state.json"), "--out", str(plan_file)], work)
+        code, cpu, err, loaded = poolc(REPO, ["plan", str(platform), "--strategy", strategy, "--quiet", "--state",
+                                              str(work / "none.state.json"), "--out", str(plan_file)], work)
         if not plan_file.exists():
             sys.exit(f"poolc plan failed ({code}):\n{err[-2000:]}")
-        print(f"{strategy:<8} {'plan':<6} {'after':<7} {code:>4} {cpu:7.2f}")
+        print(f"{strategy:<8} {'plan':<6} {'after':<7} {code:>4} {cpu:7.2f} {loaded:>6}")
         trees = {}
         for which, code_dir in codes:
             here = work / f"{strategy}-{which}"
             shutil.rmtree(here, ignore_errors=True)
             here.mkdir()
-            code, cpu, err = poolc(code_dir, ["apply", str(platform), "--output-dir", "deploy", "--now", NOW,
-                                              "--plan", str(plan_file), "--quiet"], here)
+            code, cpu, err, loaded = poolc(code_dir, ["apply", str(platform), "--output-dir", "deploy", "--now", NOW,
+                                                      "--plan", str(plan_file), "--quiet"], here)
             trees[which] = (digest_tree(here / "deploy") if (here / "deploy").exists() else "-",
                             hashlib.sha256((here / "poolc.state.json").read_bytes()).hexdigest()[:16]
                             if (here / "poolc.state.json").exists() else "-")
-            print(f"{strategy:<8} {'apply':<6} {which:<7} {code:>4} {cpu:7.2f}  tree {trees[which][0]} "
+            print(f"{strategy:<8} {'apply':<6} {which:<7} {code:>4} {cpu:7.2f} {loaded:>6}  tree {trees[which][0]} "
                   f"state {trees[which][1]}" + (f"  {err.strip()[-200:]}" if code else ""), flush=True)
-        print(f"{'':<8} {'':<6} {'':<7} {'':>4} {'':>7}  before and after wrote "
+        print(f"{'':<8} {'':<6} {'':<7} {'':>4} {'':>7} {'':>6}  before and after wrote "
               + ("the same bytes" if trees["before"] == trees["after"] else "DIFFERENT bytes"))
         stale = work / "stale"
         shutil.rmtree(stale, ignore_errors=True)
@@ -114,9 +129,10 @@ def run(args: argparse.Namespace, work: Path) -> None:
         (stale / "platform" / "platform.yaml").write_text(text.replace("priority: 100", "priority: 99", 1),
                                                           encoding="utf-8")
         for which, code_dir in codes:
-            code, cpu, err = poolc(code_dir, ["apply", "platform", "--output-dir", "deploy", "--now", NOW,
-                                              "--plan", str(plan_file), "--quiet"], stale)
-            print(f"{strategy:<8} {'stale':<6} {which:<7} {code:>4} {cpu:7.2f}  {err.strip()[-90:]}", flush=True)
+            code, cpu, err, loaded = poolc(code_dir, ["apply", "platform", "--output-dir", "deploy", "--now", NOW,
+                                                      "--plan", str(plan_file), "--quiet"], stale)
+            print(f"{strategy:<8} {'stale':<6} {which:<7} {code:>4} {cpu:7.2f} {loaded:>6}  {err.strip()[-90:]}",
+                  flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
