@@ -75,6 +75,7 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
     A regular file of at most MAX_PLAN_BYTES, never through a symbolic link, read
     through the plan file's typed model (poolc.domain.plan_file)."""
     from .domain.plan import Plan, PlanFormatError
+    from .domain.plan_file import problem
     from .writer import read_bytes
 
     try:
@@ -85,7 +86,7 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
     try:
         return Plan.from_json(text), None
     except PlanFormatError as exc:
-        return None, f"{plan_file}: {exc}"
+        return None, problem(plan_file, exc)
 
 
 def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None,

@@ -325,7 +325,8 @@ def _read_base(path: str) -> tuple[Any, Any]:
     (unreadable, not a plan, another format version)."""
     import json
 
-    from .domain.plan import FORMAT_VERSION, Plan, PlanFormatError
+    from .domain.plan import FORMAT_VERSION, PlanFormatError
+    from .domain.plan_file import problem, read_plan
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -343,9 +344,9 @@ def _read_base(path: str) -> tuple[Any, Any]:
                    f"{FORMAT_VERSION}: plan the base branch with the same poolc as this one", err=True)
         sys.exit(EXIT_FINDINGS)
     try:
-        return Plan.from_json(data), data
+        return read_plan(data, text), data
     except PlanFormatError as exc:
-        click.echo(f"poolc: the base plan {path}: {exc}", err=True)
+        click.echo(f"poolc: the base plan {problem(path, exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
 
 

@@ -191,6 +191,38 @@ def test_wrong_shapes_are_diagnostics(tmp_path, text, rule):
     assert [x.rule for x in read_state(str(path)).diagnostics] == [rule]
 
 
+@pytest.mark.parametrize("field, value, bad, message", [
+    ("files", {"a.yaml": "sha256:0", "b.yaml": 7}, "7", 'files must map relative paths to "sha256:..." strings'),
+    ("finished", {"p.a": "sha256:0", "p.b": None}, "null", "finished must map step ids to input digests"),
+    ("preempted", ["x", ["y"]], '[\n', "preempted must be a list of allocation names"),
+    ("inputs_digest", 3, "3", "inputs_digest must be a string"),
+    ("output_dir", "", '""', "output_dir must be a path"),
+])
+def test_a_wrong_entry_is_reported_at_the_entry(tmp_path, field, value, bad, message):
+    """The state's model points at the offending entry itself, as a YAML file's
+    diagnostics do; the rest of the state is still read."""
+    path = tmp_path / "s.json"
+    path.write_text(dump_state({"format_version": 1, "inputs_digest": "sha256:x", "files": {},
+                                "allocations": [alloc("good").model_dump(mode="json", exclude_none=True)],
+                                field: value}), encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    state = read_state(str(path))
+    [problem] = state.diagnostics
+    assert (problem.rule, problem.message) == ("S003", message)
+    assert lines[problem.line - 1][problem.column - 1:].startswith(bad)
+    assert [a.metadata.name for a in state.allocations] == ["good"]
+
+
+def test_every_wrong_field_is_reported_once_each(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text('{\n  "format_version": 1,\n  "inputs_digest": [1],\n  "files": 3,\n  "preempted": {},\n'
+                    '  "finished": "x",\n  "output_dir": [],\n  "extra": 2\n}\n', encoding="utf-8")
+    found = sorted((x.rule, x.message.split(" ")[0], x.line) for x in read_state(str(path)).diagnostics)
+    assert found == [("S001", "unknown", 8), ("S003", "files", 4), ("S003", "finished", 6),
+                     ("S003", "inputs_digest", 3), ("S003", "output_dir", 7), ("S003", "preempted", 5)]
+
+
 def test_plan_with_a_broken_state_reports_it(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path))
     (tmp_path / "state.json").write_text("{oops", encoding="utf-8")
