@@ -79,7 +79,7 @@ timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
 timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
-timed(P, "_what_changes", "changes")   # rendering the target files and diffing them
+timed(P, "what_changes", "changes")   # rendering the target files and diffing them
 import poolc.runtime as RT
 timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
 timed(DP, "to_json", "json")   # the CLI imports it at call time

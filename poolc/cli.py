@@ -598,14 +598,7 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     from .state import DEFAULT_STATE
     from .statecmd import remove
 
-    change = _locked(lambda: remove(state_file or DEFAULT_STATE, names))
-    if not change.ok:
-        emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
-        sys.exit(EXIT_FINDINGS)
-    for name in change.removed:
-        click.echo(f"released: {_t(name)}")
-    sys.exit(EXIT_OK)
+    _report_state_change(_locked(lambda: remove(state_file or DEFAULT_STATE, names)), "released")
 
 
 @state.command("rerun")
@@ -618,13 +611,18 @@ def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
     from .state import DEFAULT_STATE
     from .statecmd import rerun
 
-    change = _locked(lambda: rerun(state_file or DEFAULT_STATE, names))
+    _report_state_change(_locked(lambda: rerun(state_file or DEFAULT_STATE, names)), "to run again")
+
+
+def _report_state_change(change: Any, word: str) -> None:
+    """`state rm` and `state rerun`: each name it changed as ``<word>: NAME``, exit 0;
+    or the diagnostics and why nothing changed, exit 1."""
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
         click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
-    for label in change.removed:
-        click.echo(f"to run again: {_t(label)}")
+    for name in change.removed:
+        click.echo(f"{word}: {_t(name)}")
     sys.exit(EXIT_OK)
 
 

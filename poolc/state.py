@@ -79,6 +79,9 @@ class StateRead(NamedTuple):
     # the digest of the step's inputs then; not requested again until they change.
     finished: dict[str, str] = {}
     output_dir: str | None = None       # where apply wrote the files, relative to the state's folder
+    # The file's text as read (a BOM kept), so a caller compares the state it would
+    # write with the file without reading it again; None when missing or unreadable.
+    text: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -141,6 +144,10 @@ def _read_state(path: str) -> StateRead:
         return StateRead([], {}, None, [_at(path, d.Y001, f"cannot read the state file: {exc.strerror or exc}")])
     except UnicodeDecodeError:
         return StateRead([], {}, None, [_at(path, d.Y001, "the state file is not valid UTF-8")])
+    return _parse(path, text)._replace(text=("\ufeff" if raw.startswith(b"\xef\xbb\xbf") else "") + text)
+
+
+def _parse(path: str, text: str) -> StateRead:
     duplicates = [False]
 
     def pairs(items: list[tuple[str, Any]]) -> dict:

@@ -14,6 +14,7 @@ import pytest
 from test_plan_output import FILES, decided, greedy, write_platform
 
 from poolc.domain.naming import allocation_name
+from poolc.domain.plan import AllocationChanges
 from poolc.lock import StateLockError, state_lock
 from poolc.model import Allocation
 from poolc.plan import plan_paths
@@ -78,12 +79,12 @@ def test_planning_again_after_apply_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path, files))
     path = str(tmp_path / "poolc.state.json")
     first = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T03:00:00Z")
-    assert first.changes["allocations"]["added"] == ["research--probe", "train--eval", "train--train"]
+    assert first.changes.allocations.added == ("research--probe", "train--eval", "train--train")
     Path(path).write_text(first.state_text, encoding="utf-8")
     second = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T04:00:00Z")
-    assert second.changes["allocations"] == {"added": [], "removed": [], "resized": [],
-                                             "unchanged": ["research--probe", "train--eval", "train--train"]}
-    assert second.changes["files"] == [] and second.changes["state"] is None
+    assert second.changes.allocations == AllocationChanges(
+        unchanged=("research--probe", "train--eval", "train--train"))
+    assert second.changes.files == () and second.changes.state is None
     assert not second.changed
     assert new_state(second)["allocations"] == new_state(first)["allocations"]
     assert [r.id for r in second.problem.requests] == ["adhoc/notebook", "train/huge", "train/fixed"]
@@ -130,7 +131,7 @@ def test_running_step_preempted_is_queued_again(tmp_path, monkeypatch):
     probe_step = next(r for r in result.plan.requests if r.id == "research/probe")
     assert probe_step.status == "queued" and probe_step.running == "research--probe"
     assert probe_step.message.startswith("its running allocation research--probe is preempted for train/train")
-    assert "research--probe" in result.changes["allocations"]["removed"]
+    assert "research--probe" in result.changes.allocations.removed
 
 
 def test_state_of_a_plan_keeps_unpreempted_allocations(tmp_path, monkeypatch):

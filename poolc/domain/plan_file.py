@@ -23,8 +23,11 @@ from ..jsonpos import JsonScan
 from .plan import (
     STRATEGIES,
     TIER_KINDS,
+    AllocationChanges,
     External,
+    FileChange,
     Plan,
+    PlanChanges,
     PlanFormatError,
     PlannedRequest,
     PolicyUsage,
@@ -325,11 +328,18 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
         diagnostics=tuple(_diagnostic(x) for x in model.diagnostics),
         solver=SolverInfo(solver.strategy, solver.status, tuple(solver.objective), solver.gap,
                           tuple(Tier(t.kind, t.priority, t.bound) for t in solver.tiers)),
-        # the section as written (its known parts checked above): a newer poolc's extra keys stay
-        changes=data["changes"] if model.changes is not None else None,
+        changes=_changes(model.changes, data["changes"]) if model.changes is not None else None,
         runtime=runtime, finished=tuple(model.finished),
         external=tuple(External(x.name, x.policy, x.pool, dict(x.holds)) for x in model.external),
         inputs=dict(model.inputs) if model.inputs is not None else None)
+
+
+def _changes(model: ChangesModel, data: dict[str, Any]) -> PlanChanges:
+    """The typed section; keys a newer poolc added stay as written (``extra``)."""
+    a = model.allocations
+    return PlanChanges(AllocationChanges(tuple(a.added), tuple(a.removed), tuple(a.resized), tuple(a.unchanged)),
+                       tuple(FileChange(f.path, f.action) for f in model.files), model.state,
+                       {k: v for k, v in data.items() if k not in ChangesModel.model_fields})
 
 
 def _diagnostic(x: DiagnosticModel) -> Any:
