@@ -9,13 +9,13 @@ within every pool's capacity and policy's limit where it admits something, and t
 same fates, pools and shares `poolc plan` derives from those decisions), so a
 hand-edited plan is refused, and the targets and the new state are rendered from it.
 
-One thing a plan file does not hold: which of the optimal strategy's new grants it
-counted inside their reserved share (the in-share set). The state records the grants'
-order through it (their start times), so the next plan walks the reserved shares as
-this one did. The plan's objective gives the set's size; when that says the set is
-empty or every grant, it is known, and always for `zenml` and `kueue` plans, which
-have none. Otherwise the plan is solved again with its strategy and must come out
-the same, as before (``needs_solve``).
+The state also needs which of the optimal strategy's new grants the plan counted
+inside their reserved share (the in-share set): it orders the grants' start times
+by it, so the next plan walks the reserved shares as this one did. A plan file
+records the set (``solver.in_share``, written when it is not empty) and the size of
+it is the plan's first objective value; `zenml` and `kueue` plans have none. Only a
+file that does not say it (written by poolc 0.2.0, or edited so that the list and
+the count disagree) is solved again with its strategy, and must come out the same.
 """
 
 from __future__ import annotations
@@ -130,6 +130,9 @@ def in_share(saved: Plan, grants: set[str]) -> frozenset[str] | None:
         return None
     if objective[0] == 0:
         return frozenset()
+    recorded = frozenset(saved.solver.in_share)
+    if len(recorded) == objective[0] and recorded <= grants:
+        return recorded
     if objective[0] == len(grants):
         return frozenset(grants)
     return None

@@ -196,3 +196,35 @@ def test_an_optimal_plan_with_no_reserved_share_applies_without_the_solver(tmp_p
     os.unlink("poolc.state.json")
     assert cli("apply", "platform.yaml", "--output-dir", "deploy", "--now", NOW).exit_code == 0
     assert (tree(tmp_path / "deploy"), Path("poolc.state.json").read_bytes()) == written
+
+
+def test_an_optimal_plan_with_in_share_grants_applies_without_the_solver(platform):
+    """examples/ reserves shares, and its plan counts some but not all new grants
+    inside them: the plan file's `solver.in_share` says which, so apply needs no
+    solve, and writes what a direct apply writes."""
+    assert cli("plan", "examples", "--out", "plan.json").exit_code == 0
+    saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
+    grants = {r["id"] for r in saved["requests"] if r["status"] == "allocated" and r.get("running") is None}
+    recorded = saved["solver"]["in_share"]
+    assert 0 < len(recorded) == saved["solver"]["objective"][0] and set(recorded) <= grants
+    assert len(recorded) < len(grants)                   # neither none nor all: only the list tells
+    done = without_solver("apply", "examples", "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json",
+                          cwd=platform)
+    assert done.returncode == 0, done.stderr
+    written = tree(platform / "deploy"), Path("poolc.state.json").read_bytes()
+    os.rename("deploy", "deploy-saved")
+    os.unlink("poolc.state.json")
+    assert cli("apply", "examples", "--output-dir", "deploy", "--now", NOW).exit_code == 0
+    assert (tree(platform / "deploy"), Path("poolc.state.json").read_bytes()) == written
+
+
+def test_a_plan_file_whose_in_share_list_disagrees_is_solved_again_and_refused(platform):
+    """An edited list (one grant left out) no longer matches the count: apply falls
+    back to solving, which the blocked solver turns into a failure, never a wrong state."""
+    assert cli("plan", "examples", "--out", "plan.json").exit_code == 0
+    saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
+    saved["solver"]["in_share"] = saved["solver"]["in_share"][1:]
+    Path("plan.json").write_text(json.dumps(saved), encoding="utf-8")
+    done = without_solver("apply", "examples", "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json",
+                          cwd=platform)
+    assert done.returncode != 0 and not (platform / "deploy").exists()

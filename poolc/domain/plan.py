@@ -150,10 +150,13 @@ class SolverInfo:
     objective: tuple[int, ...]
     gap: float
     tiers: tuple[Tier, ...] = ()      # what each objective value counts; () when unknown (zenml, kueue)
+    in_share: tuple[str, ...] = ()    # new grants counted inside their reserved share (optimal), sorted
 
     def as_dict(self) -> dict:
         found: dict[str, Any] = {"strategy": self.strategy, "status": self.status,
                                  "objective": list(self.objective), "gap": float(self.gap)}
+        if self.in_share:   # `apply --plan` orders new grants by it without solving again
+            found["in_share"] = list(self.in_share)
         if self.tiers:
             found["tiers"] = [{**t.as_dict(), **({} if t.bound is None else
                                                  {"proven": t.bound == value, "gap": t.gap(value)})}

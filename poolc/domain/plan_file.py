@@ -135,6 +135,7 @@ class SolverModel(_Model):
     objective: list[Int]
     gap: float
     tiers: list[TierModel] = []
+    in_share: list[Str] = []
 
     @field_validator("gap", mode="before")
     @classmethod
@@ -327,7 +328,7 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
                                    dict(q.borrowed)) for q in model.policies),
         diagnostics=tuple(_diagnostic(x) for x in model.diagnostics),
         solver=SolverInfo(solver.strategy, solver.status, tuple(solver.objective), solver.gap,
-                          tuple(Tier(t.kind, t.priority, t.bound) for t in solver.tiers)),
+                          tuple(Tier(t.kind, t.priority, t.bound) for t in solver.tiers), tuple(solver.in_share)),
         changes=_changes(model.changes, data["changes"]) if model.changes is not None else None,
         runtime=runtime, finished=tuple(model.finished),
         external=tuple(External(x.name, x.policy, x.pool, dict(x.holds)) for x in model.external),

@@ -191,5 +191,5 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         policies=_policies(problem, state, after),
         diagnostics=tuple(sorted(diagnostics, key=report_order)),
         solver=SolverInfo(solution.strategy, solution.status, tuple(solution.objective), float(solution.gap),
-                          _tiers(problem, solution)),
+                          _tiers(problem, solution), tuple(sorted(solution.in_share))),
     )
