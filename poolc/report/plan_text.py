@@ -114,7 +114,10 @@ def _requests(console: Console, plan: Plan) -> None:
             console.print(_indented(f"demand  {amounts(request.demand)}", 6))
             # a queued step's reason is the first rule its message names already
             why = f"[{request.reason}] " if request.reason and status != "queued" else ""
-            console.print(_indented(Text(f"{why}{view.humanize(plan, request.message)}", style=style), 6))
+            message = view.humanize(plan, request.message)
+            if why and message.lower().startswith(f"{request.reason.lower()}: "):
+                message = message[len(request.reason) + 2:]   # "unmanaged: ...": the tag says it once
+            console.print(_indented(Text(f"{why}{message}", style=style), 6))
         console.print()
 
 
