@@ -273,7 +273,7 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
     from .plan import BaseMismatch, InvalidConfiguration, plan_paths
     from .writer import write_atomic
 
-    base = _read_base(base_file) if base_file else None
+    base, base_data = _read_base(base_file) if base_file else (None, None)
     horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
     try:
@@ -299,18 +299,19 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
         click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
     made = _forecast(result, horizon_seconds, instance_prices) if forecast else None
+    before = _base_forecast(base_data) if made is not None and base_data is not None else None
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
     if made is not None and plan_json:
         from .forecast.command import with_forecast
 
-        plan_json = with_forecast(result.plan, made)
+        plan_json = with_forecast(result.plan, made, before)
     if out_file:
         try:
             write_atomic(out_file, plan_json)
         except OSError as exc:
             click.echo(f"poolc: cannot write the plan to {_t(out_file)}: {_t(exc.strerror or exc)}", err=True)
             sys.exit(EXIT_FINDINGS)
-    _print_plan(result, fmt, quiet, no_color, plan_json, made)
+    _print_plan(result, fmt, quiet, no_color, plan_json, made, before)
     if not result.ok:
         sys.exit(EXIT_FINDINGS)
     if detailed_exitcode and result.changed:
@@ -318,9 +319,10 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
     sys.exit(EXIT_OK)
 
 
-def _read_base(path: str) -> Any:
-    """The base plan of `plan --base`; exit 1 with one line when it is not one this
-    poolc can compare with (unreadable, not a plan, another format version)."""
+def _read_base(path: str) -> tuple[Any, Any]:
+    """The base plan of `plan --base` and its parsed JSON (which may hold the base's
+    forecast); exit 1 with one line when it is not one this poolc can compare with
+    (unreadable, not a plan, another format version)."""
     import json
 
     from .domain.plan import FORMAT_VERSION, Plan, PlanFormatError
@@ -341,10 +343,20 @@ def _read_base(path: str) -> Any:
                    f"{FORMAT_VERSION}: plan the base branch with the same poolc as this one", err=True)
         sys.exit(EXIT_FINDINGS)
     try:
-        return Plan.from_json(data)
+        return Plan.from_json(data), data
     except PlanFormatError as exc:
         click.echo(f"poolc: the base plan {path}: {exc}", err=True)
         sys.exit(EXIT_FINDINGS)
+
+
+def _base_forecast(data: Any) -> Any:
+    """The base plan's forecast, or None with a line on stderr saying why there is none."""
+    from .forecast.command import base_forecast
+
+    found, why = base_forecast(data)
+    if why:
+        click.echo(why, nl=False, err=True)
+    return found
 
 
 def _print_errors_only(diagnostics: list[Diagnostic], fmt: str, paths: tuple[str, ...], quiet: bool) -> None:
@@ -390,7 +402,8 @@ def _forecast(result: Any, horizon: int, prices_file: str | None) -> Any:
     return made
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None) -> None:
+def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None,
+                before: Any = None) -> None:
     if fmt == "json":
         click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
         return
@@ -402,10 +415,10 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
 
         text = render_markdown(result.plan, diffs=result.diffs)
         if made is not None:
+            from .forecast.command import markdown_section
             from .forecast.render import insert_markdown
-            from .forecast.render import render_markdown as forecast_markdown
 
-            text = insert_markdown(text, forecast_markdown(made))
+            text = insert_markdown(text, markdown_section(made, before))
         click.echo(text, nl=False)
         return
     from .report.plan_text import render_plan
@@ -413,9 +426,9 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
     color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
     click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
     if made is not None:
-        from .forecast.render import render_text
+        from .forecast.command import text_section
 
-        click.echo(render_text(made), nl=False)
+        click.echo(text_section(made, before), nl=False)
     from .report import render
 
     shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from .config import Config, Entry
+from .domain.gpu_models import product_value
 from .model import NEW_SPELLINGS, Pipeline, ResourceSettings, data_key, parse_timestamp
 from .units import duration_seconds, mcpu_ceil, memory_mb_ceil
 
@@ -40,7 +40,7 @@ class StepRequest:
         its gpu_type as a label value, only when it asks for GPUs."""
         if not self.settings.gpu_type or not self.demand.get("gpu"):
             return None
-        return gpu_product_value(self.settings.gpu_type)
+        return product_value(self.settings.gpu_type)
 
     @property
     def max_runtime_seconds(self) -> int | None:
@@ -85,12 +85,6 @@ def step_inputs(request: StepRequest) -> str:
             "demand": dict(sorted(request.demand.items())), "preemptible": request.preemptible,
             "image": step.image, "command": step.command}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def gpu_product_value(gpu_type: str) -> str:
-    """A gpu_type as a label value (spaces and other characters become '-')."""
-    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", gpu_type).strip("-_.")
-    return value[:63].rstrip("-_.")
 
 
 def _written_as(settings: ResourceSettings | None, name: str) -> str | None:

@@ -12,6 +12,7 @@ scripts that record what they were asked.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -45,7 +46,7 @@ def test_action_yml_is_a_valid_action():
     result = _check_jsonschema("vendor.github-actions", ACTION)
     assert result.returncode == 0, result.stdout + result.stderr
     action = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
-    assert set(action["inputs"]) == {"paths", "base", "state", "observed", "format"}
+    assert set(action["inputs"]) == {"paths", "base", "state", "observed", "format", "forecast"}
     assert action["runs"]["using"] == "composite"
     ids = [step.get("id") for step in action["runs"]["steps"]]
     assert ids[1:] == ["install", *STEPS_RUN]
@@ -234,3 +235,30 @@ def test_the_pull_request_is_planned_against_its_base_branch(runner):
     assert posted.startswith("<!-- poolc-plan -->\n### poolc: ")
     assert "| policy | `prod-gpu-east` | limit 12 GPU → 10 GPU |" in posted
     assert not (runner / "runner-temp" / "poolc-base").exists()      # the base worktree is removed again
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_with_a_forecast_horizon_the_comment_leads_with_before_and_after(runner, monkeypatch):
+    """`forecast: 2d` forecasts the base plan (kept in its plan file) and the pull
+    request's: the comment's before/after table says what the change does to each
+    team's starts. The fixture's steps have no durations: nothing ends, so every
+    waiting step starts never, before and after."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")
+    work = runner / "work"
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "base")
+    _git(runner, "clone", "-q", "--bare", str(work), "origin.git")
+    _git(work, "remote", "add", "origin", str(runner / "origin.git"))
+    policies = work / "policies.yaml"
+    policies.write_text(policies.read_text("utf-8").replace("limit: {gpu: 12}", "limit: {gpu: 10}"), "utf-8")
+    outcome = run_action(runner, {"base": "main", "state": "none.json", "forecast": "2d"},
+                         bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
+    assert outcome["failed"] is None, outcome
+    base = json.loads((runner / "runner-temp" / "poolc-base.json").read_text("utf-8"))
+    assert base["forecast"]["horizon"] == 2 * 86400
+    posted = (runner / "posted.md").read_text(encoding="utf-8")
+    assert "#### Forecast: before → after" in posted
+    assert posted.index("| policy | `prod-gpu-east` | limit 12 GPU → 10 GPU |") < posted.index("before → after")
+    head = json.loads((runner / "runner-temp" / "poolc-plan.json").read_text("utf-8"))
+    assert head["base"]["forecast"] == base["forecast"]

@@ -53,3 +53,31 @@ def test_a_plan_whose_replay_stopped_says_so_everywhere(tmp_path, monkeypatch):
     assert Plan.from_json(to_json(plan)).runtime == plan.runtime          # a saved plan keeps it
     assert "stopped: the Kueue replay stopped at its work bound" in render_plan(plan, color=False)
     assert "The runtime check stopped: the Kueue replay stopped at its work bound" in render_markdown(plan)
+
+
+def _forecast_notes(root, monkeypatch) -> tuple[str, ...]:
+    from poolc.forecast.make import forecast_plan
+
+    monkeypatch.chdir(root)
+    result = plan_paths(["."], strategy="kueue")
+    made = forecast_plan(result, horizon=86400, now="2026-01-01T03:00:00Z")
+    assert made.forecast is not None
+    return made.forecast.notes
+
+
+def _timed_platform(root):
+    root.mkdir()
+    """``_platform`` with durations, so the forecast plans again with Kueue's scheduler."""
+    return write(root, pool(8), policy("hi", 100), policy("mid", 50, "{gpu: 2}"), policy("lo", 10),
+                 pipeline("hi", {f"s{i}": "{gpu_count: 1, expected_runtime: 1h}" for i in range(12)}),
+                 pipeline("mid", {f"s{i}": "{gpu_count: 1, expected_runtime: 2h}" for i in range(12)}))
+
+
+def test_the_forecast_replans_within_the_same_bound_and_says_when_it_stopped(tmp_path, monkeypatch):
+    assert not any("work bound" in n for n in _forecast_notes(_timed_platform(tmp_path / "a"), monkeypatch))
+    monkeypatch.setattr(kueue, "REPLAY_WORK_MIN", 2)
+    monkeypatch.setattr(kueue, "REPLAY_WORK_PER_WORKLOAD", 0)
+    notes = _forecast_notes(_timed_platform(tmp_path / "b"), monkeypatch)
+    stopped = [n for n in notes if "a Kueue re-plan reached its work bound" in n]
+    assert len(stopped) == 1 and "cycle" in stopped[0]
+    assert notes == _forecast_notes(_timed_platform(tmp_path / "c"), monkeypatch)

@@ -4,13 +4,21 @@ its ``forecast`` beside the plan's own keys."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from .. import escape
 from ..domain.plan import Plan
 from ..jsontext import dumps_sorted
 from ..plan import PlanResult
 from ..report import render
 from ..writer import read_regular
+from .compare import compare
+from .compare import render_markdown as compare_markdown
+from .compare import render_text as compare_text
 from .costs import read_price_table
 from .make import forecast_plan
+from .render import render_markdown, render_text
+from .saved import read_forecast
 from .summary import Forecast
 
 
@@ -32,6 +40,44 @@ def forecast_or_diagnostics(result: PlanResult, horizon: int, prices_file: str |
     return made.forecast, shown
 
 
-def with_forecast(plan: Plan, forecast: Forecast) -> str:
-    """The plan's JSON with ``forecast`` added (a plan file keeps it, for a later --base)."""
-    return dumps_sorted({**plan.as_dict(), "forecast": forecast.as_dict()}, ensure_ascii=False) + "\n"
+def base_forecast(data: Any) -> tuple[Forecast | None, str]:
+    """The forecast a base plan file kept (``plan --forecast --out`` on the base
+    branch), or None and why there is none: (forecast, the line to print)."""
+    if not isinstance(data, dict) or "forecast" not in data:
+        return None, ("poolc: the base plan has no forecast (plan the base branch with --forecast --out): "
+                      "only this plan's forecast is shown\n")
+    try:
+        return read_forecast(data["forecast"]), ""
+    except ValueError as exc:
+        return None, f"poolc: the base plan: {exc}; only this plan's forecast is shown\n"
+
+
+def with_forecast(plan: Plan, forecast: Forecast, base: Forecast | None = None) -> str:
+    """The plan's JSON with ``forecast`` added (a plan file keeps it, for a later
+    --base); with a base forecast, ``base.forecast`` and ``base.forecast_changes``
+    (one row per team, as the comment's before/after table)."""
+    data = {**plan.as_dict(), "forecast": forecast.as_dict()}
+    if base is not None and "base" in data:
+        data["base"] = {**data["base"], "forecast": base.as_dict(),
+                        "forecast_changes": [row.as_dict() for row in compare(base, forecast)]}
+    return dumps_sorted(data, ensure_ascii=False) + "\n"
+
+
+def text_section(forecast: Forecast, base: Forecast | None) -> str:
+    """The forecast under the text plan; with a base, the before/after table first.
+    Names and notes come from the inputs (and a base plan file): escaped for a log."""
+    forecast = escape.deep(forecast, escape.text)
+    base = escape.deep(base, escape.text)
+    shown = (compare_text(base, forecast) if base is not None else "") + render_text(forecast)
+    return escape.guard_lines(shown)
+
+
+def markdown_section(forecast: Forecast, base: Forecast | None) -> str:
+    """The forecast for the comment: with a base, the short before/after table on
+    top and this plan's own forecast folded under it. Strings from the inputs are
+    made inert for Markdown first, as the plan's own sections are."""
+    forecast = escape.deep(forecast, escape.md_inert)
+    base = escape.deep(base, escape.md_inert)
+    if base is None:
+        return escape.guard_lines(render_markdown(forecast))
+    return escape.guard_lines(compare_markdown(base, forecast) + "\n" + render_markdown(forecast, folded=True))

@@ -51,8 +51,10 @@ def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | Non
     step_durations = durations_of(requests)
     seconds = {name: d.seconds for name, d in step_durations.items()}
     strategy = result.solution.strategy
+    replan_notes: list[str] = []
     rolled = roll_forward(managed, result.solution, t0=t0, horizon=horizon, durations=seconds,
-                          replan=replan or replanner(result), bound_classes=strategy == "optimal")
+                          replan=replan or replanner(result, replan_notes), bound_classes=strategy == "optimal")
+    rolled.notes.extend(replan_notes)
     names = {allocation_name(r.id): r.id for r in requests}
     prices = instance_prices(instance_price_override)
     components = {c.name: c for entry in config.stacks.values() for c in entry.obj.spec.step_operators}

@@ -4,6 +4,7 @@ for the pull-request comment (a short table near the top, the details folded).
 
 from __future__ import annotations
 
+from ..escape import md_code
 from .summary import Forecast, Start, StepForecast, TeamForecast, start_order
 
 
@@ -102,12 +103,15 @@ def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 MARKDOWN_STEPS = 50
 
 
-def render_markdown(forecast: Forecast, max_steps: int = MARKDOWN_STEPS) -> str:
+def render_markdown(forecast: Forecast, max_steps: int = MARKDOWN_STEPS, folded: bool = False) -> str:
     """The forecast section of the pull-request comment: the team table, then the
-    idle shares and the waiting steps (the latest starts first) folded."""
-    lines = ["#### Forecast", "", headline(forecast), ""]
-    lines += _table(TEAM_HEAD, [team_cells(t) for t in forecast.teams])
-    details: list[str] = []
+    idle shares and the waiting steps (the latest starts first) folded.
+    ``folded``: the team table goes in the fold too (under a before/after table)."""
+    team_table = _table(TEAM_HEAD, [team_cells(t) for t in forecast.teams])
+    lines = ["#### Forecast", "", headline(forecast)]
+    if not folded:
+        lines += ["", *team_table]
+    details: list[str] = ["", *team_table] if folded else []
     if forecast.idle:
         details += ["", *_table(("policy", "pool", "GPU-h idle", "paid but idle"),
                                 [(x.policy, x.pool, f"{x.gpu_hours:g}", money(x.usd)) for x in forecast.idle])]
@@ -116,21 +120,30 @@ def render_markdown(forecast: Forecast, max_steps: int = MARKDOWN_STEPS) -> str:
             start_order(s.start if s.start is not None else s.outcome), s.id))[:max_steps]
         shown = [s for s in forecast.steps if s in latest]
         details += ["", *_table(("step", "team", "gpu", "forecast"),
-                                [(f"`{s.id}`", s.team, str(s.gpu), step_words(s)) for s in shown])]
+                                [(md_code(s.id), s.team, str(s.gpu), step_words(s)) for s in shown])]
         if len(shown) < len(forecast.steps):
             details.append(f"\n_{len(forecast.steps) - len(shown)} more waiting steps, starting earlier, not shown "
                            "to stay under GitHub's comment size; `poolc plan --forecast --format json` lists all_")
     details += [f"- note: {n}" for n in forecast.notes]
     if details:
-        lines += ["", "<details><summary>Every waiting step, and reserved shares left idle</summary>", *details,
-                  "", "</details>"]
+        summary = ("This plan's forecast per team, every waiting step, and reserved shares left idle" if folded
+                   else "Every waiting step, and reserved shares left idle")
+        lines += ["", f"<details><summary>{summary}</summary>", *details, "", "</details>"]
     return "\n".join(lines) + "\n"
 
 
 def insert_markdown(plan_markdown: str, section: str) -> str:
-    """The plan's comment with ``section`` after its title and summary line."""
-    head, sep, rest = plan_markdown.partition("\n\n")
-    summary, sep2, rest2 = rest.partition("\n\n")
-    if not sep2:
+    """The plan's comment with ``section`` near its top: after the title and the
+    lines under it, and after the inputs a ``--base`` comparison says changed (the
+    forecast is what that change does in time and money)."""
+    blocks = plan_markdown.split("\n\n")
+    at = 1
+    while at < len(blocks) and not blocks[at].startswith("#"):
+        at += 1                                    # the summary and warning lines under the title
+    if at < len(blocks) and blocks[at].startswith("#### What changed"):
+        at += 1
+        while at < len(blocks) and not blocks[at].startswith("#"):
+            at += 1                                # its table of changed inputs
+    if at >= len(blocks):
         return plan_markdown.rstrip("\n") + "\n\n" + section
-    return head + sep + summary + "\n\n" + section + "\n" + rest2
+    return "\n\n".join(blocks[:at]) + "\n\n" + section + "\n" + "\n\n".join(blocks[at:])

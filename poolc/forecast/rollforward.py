@@ -189,7 +189,7 @@ def _room(pools: tuple[Pool, ...], running: list[Running], requests: list[Reques
     names = {p.name for p in pools}
     seen: set[tuple] = set()
     for request in requests:
-        shape = (request.requester, id(request.demand))
+        shape = (request.requester, tuple(sorted(request.demand.items())))   # a class: its members share the answer
         if shape in seen:
             continue
         seen.add(shape)

@@ -20,8 +20,12 @@ from ..targets import kubernetes, kueue
 from ..targets.context import TargetContext
 from .rollforward import Replan
 
+STOPPED = "a Kueue re-plan reached its work bound"
 
-def replanner(result: PlanResult) -> Replan:
+
+def replanner(result: PlanResult, notes: list[str] | None = None) -> Replan:
+    """``notes``: where a re-plan says something the forecast must repeat (a Kueue
+    re-plan its work bound stopped)."""
     strategy = result.solution.strategy
     if strategy == "zenml":
         from ..planner import zenml
@@ -30,14 +34,17 @@ def replanner(result: PlanResult) -> Replan:
     from ..planner import optimal
 
     if strategy == "kueue":
-        return _kueue(result, optimal.solve)
+        return _kueue(result, optimal.solve, notes if notes is not None else [])
     return optimal.solve
 
 
-def _kueue(result: PlanResult, optimal: Replan) -> Replan:
+def _kueue(result: PlanResult, optimal: Replan, notes: list[str]) -> Replan:
     """Kueue's scheduler from the state the forecast is in: what runs is admitted,
     what waits is pending in its Job's queue. Work that is not a Job (SageMaker
-    steps) is planned as the optimal strategy would, as in the plan."""
+    steps) is planned as the optimal strategy would, as in the plan. Each re-plan
+    has the replay's work bound (counted, not timed, so the forecast stays the
+    same bytes): a re-plan it stops leaves what it did not reach waiting, and the
+    forecast's notes say how often that happened."""
     ctx = TargetContext.of(result.validation.config, result.plan, result.validation.requests)
     objects = kueue.cluster_objects(ctx)
     jobs = kubernetes.jobs(ctx)
@@ -63,7 +70,10 @@ def _kueue(result: PlanResult, optimal: Replan) -> Replan:
                 queue_name=local_queue_name(policies[0].name, request.preemptible),
                 priority=priorities.get(priority_class_name(policies[0].priority), 0),
                 requests=replaying.holds_requests(request.demand), created=request.rank))
-        simulation = simulate(objects, workloads)
+        simulation = simulate(objects, workloads, max_work=replaying.work_bound(len(workloads)))
+        if simulation.stopped and not any(n.startswith(STOPPED) for n in notes):
+            notes.append(f"{STOPPED} ({simulation.stopped}): the steps it left pending wait for the next "
+                         "completion")
         on_kueue = {r.id for r in problem.requests if r.id in jobs or r.id in simulation.outcomes}
         elsewhere = tuple(r for r in problem.requests if r.id not in on_kueue)
         others = optimal(Problem(problem.pools, problem.policies, elsewhere, problem.running)) if elsewhere \

@@ -1,0 +1,88 @@
+"""A forecast read back from a plan file, for `plan --base --forecast`.
+
+A plan written with `--forecast --out` keeps its ``forecast``; the base branch's
+plan file is how the base forecast reaches the pull request's plan (the base's
+inputs are not there to forecast again). The file is poolc's own output but
+arrives from another job, so it is validated as untrusted input: a bad one is a
+one-line reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .summary import Forecast, IdleShare, StepForecast, TeamForecast
+
+NonNegative = Annotated[int, Field(ge=0)]
+Late = Literal["after-horizon", "never"]
+Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Money = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+class _Step(_Model):
+    id: str
+    team: str
+    gpu: NonNegative
+    waiting_since: int
+    preempted: bool
+    start: int | Late
+    duration: NonNegative | None
+    duration_source: str
+
+
+class _Team(_Model):
+    team: str
+    queued: NonNegative
+    p50_start: int | Late | None
+    p90_start: int | Late | None
+    drained: int | Late | None
+    gpu_hours_admitted: Hours
+    gpu_hours_waiting: Hours
+    gpu_hours_lost: Hours
+    usd: Money | None
+
+
+class _Idle(_Model):
+    policy: str
+    pool: str
+    gpu_hours_idle: Hours
+    usd_idle: Money | None
+
+
+class _Forecast(_Model):
+    strategy: str
+    start: str
+    horizon: Annotated[int, Field(gt=0)]
+    steps: list[_Step]
+    teams: list[_Team]
+    idle_reserved: list[_Idle]
+    durations: dict[str, NonNegative]
+    price_table: dict[str, str]
+    replans: NonNegative = 0
+    events: NonNegative = 0
+    notes: list[str] = []
+
+
+def read_forecast(data: Any) -> Forecast:
+    """The Forecast a plan file's ``forecast`` holds; ValueError says what is wrong."""
+    try:
+        model = _Forecast.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"its forecast is not one poolc writes: {where or 'forecast'}: {first['msg']}") from None
+    steps = tuple(StepForecast(s.id, s.team, s.gpu, s.waiting_since, s.preempted,
+                               s.start if isinstance(s.start, int) else None,
+                               "started" if isinstance(s.start, int) else s.start, s.duration, s.duration_source)
+                  for s in model.steps)
+    teams = tuple(TeamForecast(t.team, t.queued, t.p50_start, t.p90_start, t.drained, t.gpu_hours_admitted,
+                               t.gpu_hours_waiting, t.gpu_hours_lost, t.usd) for t in model.teams)
+    idle = tuple(IdleShare(x.policy, x.pool, x.gpu_hours_idle, x.usd_idle) for x in model.idle_reserved)
+    return Forecast(model.strategy, model.start, model.horizon, steps, teams, idle, dict(model.durations),
+                    dict(model.price_table), model.replans, model.events, tuple(model.notes))
