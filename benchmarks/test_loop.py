@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/test_loop.py [--before REV] [--ci] [--repeat 2]
                                              [--skip-tests] [--skip-install]
 
-Two measurements, each printed as a side-by-side table, in one run on one machine:
+Two measurements, each printed as a side-by-side table, in one run on one machine
+(the test loop first: it is the long one):
 
 1. The README's test command (the line of README.md that runs pytest), its wall
    time in a checkout of ``--before`` (default: where this branch left main, a
@@ -182,10 +183,10 @@ def main() -> None:
           f"(other processes share these cores: every figure carries the load it ran under)")
     keep = Path(tempfile.mkdtemp(prefix="poolc-test-loop-"))
     try:
-        if not args.skip_install:
-            environments(args.repeat, keep)
         if not args.skip_tests:
             test_loop(before, args.ci, keep)
+        if not args.skip_install:
+            environments(args.repeat, keep)
     finally:
         shutil.rmtree(keep, ignore_errors=True)
     print(f"\nload average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")
