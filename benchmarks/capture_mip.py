@@ -23,6 +23,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from plan_scale import GENERATORS, make_problem, seed_range  # noqa: E402
 
 from poolc.planner import optimal  # noqa: E402
+from poolc.planner.optimal import retries  # noqa: E402
+from poolc.planner.optimal.model import clear_row  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,26 +35,26 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", default="1-5")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    original = optimal._mip_retry
+    original = retries.mip_retry
     for seed in seed_range(args.seeds):
         count = 0
 
-        def capture(b, model, solver, status, budget, note, seed=seed):  # type: ignore[no-untyped-def]
+        def capture(run, b, model, solver, status, note, seed=seed):  # type: ignore[no-untyped-def]
             nonlocal count
             count += 1
             copy = model.clone()      # with the hint CP-SAT's quick attempt started from
             for row in set(b.cut_rows + b.link_rows):
-                optimal._clear_row(copy, row)
+                clear_row(copy, row)
             path = args.out / f"{args.generator}-{args.requests}-{seed}-{count}.pbtxt"
             path.write_text(str(copy.proto), encoding="utf-8")
             lines: list[str] = []
-            checked = original(b, model, solver, status, budget, lines.append)
+            checked = original(run, b, model, solver, status, lines.append)
             print(f"{path.name}: {len(copy.proto.variables)} variables, {len(copy.proto.constraints)} rows;"
                   f"{''.join(lines)}", flush=True)
             note("".join(lines))
             return checked
 
-        optimal._mip_retry = capture
+        retries.mip_retry = capture
         problem = make_problem(seed, n_requests=args.requests, generator=args.generator)
         solution = optimal.solve(problem)
         print(f"seed {seed}: {solution.status}, gap {solution.gap:g}", flush=True)

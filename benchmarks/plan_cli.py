@@ -79,7 +79,7 @@ timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
 timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
-timed(P, "_what_changes", "changes")   # rendering the target files and diffing them
+timed(P, "what_changes", "changes")   # rendering the target files and diffing them
 import poolc.runtime as RT
 timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
 timed(DP, "to_json", "json")   # the CLI imports it at call time
@@ -107,12 +107,18 @@ except ImportError:
     pass
 import poolc.planner.optimal as OPT   # per tier: proven or not, summed over the parts
 parts = []
-solve_part = OPT._solve_part
-def part_kept(b, *args, **kwargs):
-    st = solve_part(b, *args, **kwargs)
+try:
+    import poolc.planner.optimal.loop as LOOP   # the package
+    owner, name = LOOP, "solve_part"
+except ImportError:
+    owner, name = OPT, "_solve_part"           # a --baseline from before it was one
+solve_part = getattr(owner, name)
+def part_kept(*args, **kwargs):
+    st = solve_part(*args, **kwargs)
+    b = next(a for a in args if hasattr(a, "count_tiers"))
     parts.append((b.count_tiers, st))
     return st
-OPT._solve_part = part_kept
+setattr(owner, name, part_kept)
 original = P.load_strategy
 def load_strategy(name, progress=None):
     solve = original(name, progress)

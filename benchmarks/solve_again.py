@@ -7,7 +7,7 @@ parameter variants, on the very model and hint the planner gave it.
 A tier's solve time swings with which optimum the tiers before it returned, so a
 setting is best compared on the same model: this runs the planner once on a
 plan_scale instance, keeps a copy of the ``--attempt``-th solve of ``--kind`` (one
-of `optimal.TUNING`'s kinds: count, fifo, rank, preference; 1-based, in the
+of `SolverSettings.tuning`'s kinds: count, fifo, rank, preference; 1-based, in the
 order the planner solves, every part), and solves that copy once per variant.
 
 A variant is ``name=value;name=value``, set on the captured solve's CP-SAT
@@ -35,18 +35,20 @@ from plan_scale import make_problem  # noqa: E402
 from solve_cost import parameter_value  # noqa: E402
 
 from poolc.planner import cpsat, optimal  # noqa: E402
+from poolc.planner.optimal import attempts  # noqa: E402
+from poolc.planner.optimal.settings import KINDS  # noqa: E402
 
 
 def capture(problem: Any, wanted: str, attempt: int) -> tuple[Any, Any] | None:
     """(a copy of the model, the parameters) of that solve, or None when the
     planner never made it. The planner runs to its end either way."""
-    made = optimal._solver
+    made = attempts.cp_solver
     solve = cpsat.CpSolver.solve
     seen: list[int] = [0]
     kept: list[tuple[Any, Any]] = []
 
-    def tagged(limit: float, presolve: bool, kind: str) -> Any:
-        solver = made(limit, presolve=presolve, kind=kind)
+    def tagged(settings: Any, limit: float, presolve: bool, kind: str) -> Any:
+        solver = made(settings, limit, presolve=presolve, kind=kind)
         solver.poolc_kind = kind
         return solver
 
@@ -57,12 +59,12 @@ def capture(problem: Any, wanted: str, attempt: int) -> tuple[Any, Any] | None:
                 kept.append((model.clone(), self.parameters))
         return solve(self, model)
 
-    optimal._solver = tagged
+    attempts.cp_solver = tagged
     cpsat.CpSolver.solve = counted
     try:
         optimal.solve(problem)
     finally:
-        optimal._solver = made
+        attempts.cp_solver = made
         cpsat.CpSolver.solve = solve
     return kept[0] if kept else None
 
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--any-shape", action="store_true")
-    ap.add_argument("--kind", choices=sorted(optimal.TUNING), default="rank")
+    ap.add_argument("--kind", choices=sorted(KINDS), default="rank")
     ap.add_argument("--attempt", type=int, default=1, help="the Nth solve of that kind (1-based)")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE;...",
                     help="CP-SAT parameters on top of the captured ones; '' is the solve as it ran")

@@ -8,10 +8,10 @@
 An instance is `GEN:REQUESTS:SEEDS` (GEN `rep` = plan_scale's default repertoire,
 `any` = `--any-shape`; SEEDS like `1-5` or `1+5`), several joined by commas. A
 variant is `NAME:SETTINGS`, SETTINGS `[KIND.]PARAM=VALUE` joined by `;`, where KIND
-is one of optimal.TUNING's keys (count, fifo, rank, preference; none = every
-kind) and PARAM a field of CP-SAT's SatParameters (enum values by name). Each
-variant is applied on top of the TUNING the code has now; `base` (no change) is
-always measured first.
+is one of `SolverSettings.tuning`'s keys (count, fifo, rank, preference; none =
+every kind) and PARAM a field of CP-SAT's SatParameters (enum values by name).
+Each variant is applied on top of the default settings' tuning; `base` (no
+change) is always measured first.
 
 Per instance and variant it prints the CPU seconds of `optimal.solve` (model
 building included, generation excluded), the CPU seconds inside CP-SAT, the
@@ -27,7 +27,7 @@ Figures, never pass/fail.
 from __future__ import annotations
 
 import argparse
-import copy
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
@@ -40,10 +40,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from ortools.sat import sat_parameters_pb2  # noqa: E402
 from plan_scale import make_problem, seed_range  # noqa: E402
 
-from poolc.planner import optimal  # noqa: E402
+from poolc.planner import cpsat, optimal  # noqa: E402
+from poolc.planner.optimal import attempts  # noqa: E402
+from poolc.planner.optimal.settings import KINDS  # noqa: E402
 
 DEFAULT_INSTANCES = "rep:1000:1-5,rep:5000:1+5,rep:10000:1-5,any:1000:1"
-KINDS = tuple(optimal.TUNING)
 
 
 def parse_instances(text: str) -> list[tuple[str, int, int]]:
@@ -65,7 +66,7 @@ def parameter_value(param: str, text: str) -> object:
     fd = fields[param]
     if fd.enum_type is not None:
         number = fd.enum_type.values_by_name[text].number
-        current = getattr(optimal.cp_model.CpSolver().parameters, param)
+        current = getattr(cpsat.CpSolver().parameters, param)
         # OR-Tools' C++ parameters take the enum member itself, the protobuf message its number
         return number if isinstance(current, int) else type(current)(number)
     if fd.type == fd.TYPE_BOOL:
@@ -106,15 +107,16 @@ class Run:
 
 
 def measure(problem, tuning: dict[str, dict[str, object]], budget: float) -> Run:
-    base = copy.deepcopy(optimal.TUNING)
-    solve_orig = optimal.cp_model.CpSolver.solve
-    solver_orig = optimal._solver
+    base = optimal.SolverSettings()
+    settings = dataclasses.replace(base, tuning={k: {**base.tuning[k], **tuning.get(k, {})} for k in KINDS})
+    solve_orig = cpsat.CpSolver.solve
+    solver_orig = attempts.cp_solver
     kind_of: dict[int, str] = {}
     per_kind: dict[str, list[float]] = {}
     totals = [0.0, 0.0, 0]
 
-    def tagged(limit: float, presolve: bool, kind: str):
-        solver = solver_orig(limit, presolve, kind)
+    def tagged(settings, limit: float, presolve: bool, kind: str):
+        solver = solver_orig(settings, limit, presolve, kind)
         kind_of[id(solver)] = kind
         return solver
 
@@ -129,19 +131,15 @@ def measure(problem, tuning: dict[str, dict[str, object]], budget: float) -> Run
             acc[2] += 1
         return status
 
-    for k in KINDS:
-        optimal.TUNING[k] = {**base[k], **tuning.get(k, {})}
-    optimal._solver = tagged
-    optimal.cp_model.CpSolver.solve = timed
+    attempts.cp_solver = tagged
+    cpsat.CpSolver.solve = timed
     try:
         c = time.process_time()
-        sol = optimal.solve(problem, max_deterministic_time=budget)
+        sol = optimal.solve(problem, max_deterministic_time=budget, settings=settings)
         cpu = time.process_time() - c
     finally:
-        optimal.cp_model.CpSolver.solve = solve_orig
-        optimal._solver = solver_orig
-        optimal.TUNING.clear()
-        optimal.TUNING.update(base)
+        cpsat.CpSolver.solve = solve_orig
+        attempts.cp_solver = solver_orig
     return Run(cpu, totals[0], totals[1], int(totals[2]), sol.status, sol.gap, list(sol.objective), per_kind)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -32,18 +33,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-deterministic-time", type=float, default=60.0)
     ap.add_argument("--tiers", action="store_true", help="print each tier's progress line")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a module constant of optimal.py (a Python literal), to compare variants")
+                    help="override a SolverSettings field (a Python literal), to compare variants")
     args = ap.parse_args(argv)
+    settings = optimal.SolverSettings()
     for item in args.set:
         name, _, value = item.partition("=")
-        setattr(optimal, name, ast.literal_eval(value))
+        settings = dataclasses.replace(settings, **{name: ast.literal_eval(value)})
     for size in (int(s) for s in args.requests.split(",")):
         for seed in seed_range(args.seeds):
             problem = make_problem(seed, n_requests=size, any_shape=args.any_shape)
             lines: list[str] = []
             cpu = time.process_time()
             sol = optimal.solve(problem, max_deterministic_time=args.max_deterministic_time,
-                                progress=lines.append)
+                                progress=lines.append, settings=settings)
             cpu = time.process_time() - cpu
             det = lines[-1].rsplit("deterministic time ", 1)[-1].split("/")[0] if lines else "0"
             shape = "any-shape" if args.any_shape else "repertoire"

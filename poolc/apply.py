@@ -9,13 +9,14 @@ removes generated files whose source is gone and never touches anything else.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Diagnostic
-from .writer import Tree, UnsafePath, read_regular, remove_stale_temps
+from .writer import remove_stale_temps
 
 if TYPE_CHECKING:
     from .domain.plan import Plan
@@ -37,6 +38,7 @@ class ApplyResult:
     recovered: str | None = None                         # what was done about an interrupted apply
     kept: list[str] = field(default_factory=list)        # no longer generated, but changed by hand: left alone
     cleanup_error: str | None = None                     # applied; temp files left for the next run to remove
+    previous_files: dict[str, str] = field(default_factory=dict)   # generated file -> digest, as the state held
 
     def as_dict(self) -> dict:
         """The one JSON document `apply --format json` prints."""
@@ -73,6 +75,7 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
     A regular file of at most MAX_PLAN_BYTES, never through a symbolic link, read
     through the plan file's typed model (poolc.domain.plan_file)."""
     from .domain.plan import Plan, PlanFormatError
+    from .domain.plan_file import problem
     from .writer import read_bytes
 
     try:
@@ -83,7 +86,7 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
     try:
         return Plan.from_json(text), None
     except PlanFormatError as exc:
-        return None, f"{plan_file}: {exc}"
+        return None, problem(plan_file, exc)
 
 
 def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None,
@@ -106,8 +109,9 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
         if problem:
             result.refused = problem
             return result
+    job = _Job(list(paths), output_dir, saved, progress, strategy, now, submit)
     if check:
-        _compute(result, paths, output_dir, saved, progress, strategy, now, submit)
+        _compute(result, job)
         journal = pending_journal(result.state_path)
         if result.ok and journal is not None:
             result.stale.append(journal)   # an interrupted apply: the next apply finishes or undoes it
@@ -115,10 +119,21 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     with state_lock(result.state_path):
         _recover(result, output_dir)
         remove_stale_temps(result.state_path, locked=True)   # of a `state rm`/`import` killed at its rename
-        _compute(result, paths, output_dir, saved, progress, strategy, now, submit)
+        _compute(result, job)
         if result.ok and result.stale:
             _commit(result, output_dir)
     return result
+
+
+@dataclass(frozen=True)
+class _Job:
+    paths: list[str]
+    output_dir: str
+    saved: Plan | None
+    progress: Callable[[str], None] | None
+    strategy: str
+    now: str | None
+    submit: str
 
 
 def _recover(result: ApplyResult, output_dir: str) -> None:
@@ -131,77 +146,92 @@ def _recover(result: ApplyResult, output_dir: str) -> None:
 
 def _commit(result: ApplyResult, output_dir: str) -> None:
     """One transaction: the files and the state change together or not at all."""
-    from .state import read_state
     from .transaction import write_transaction
 
-    previous = read_state(result.state_path).files
+    previous = result.previous_files   # as the state recorded them when apply read it (under the lock)
     remove = {path: previous[path] for path in result.removed if path in previous}
     outcome = write_transaction(output_dir, result.files, remove, result.state_path, result.state_text)
     result.kept, result.cleanup_error = outcome.kept, outcome.cleanup_error
     result.written = True
 
 
-def _compute(result: ApplyResult, paths: Iterable[str], output_dir: str, saved: Plan | None,
-             progress: Callable[[str], None] | None, strategy: str, now: str | None, submit: str) -> None:
-    from .plan import plan_paths
+def _compute(result: ApplyResult, job: _Job) -> None:
+    """Validate (refusing before any planning), read the state once, plan or check
+    the saved plan, and work out what is stale."""
+    from .plan import load, plan_prepared, prepare, read_inputs_state
 
-    if saved is not None:
-        strategy = saved.solver.strategy
-        submit = saved.runtime.submit if saved.runtime is not None else submit
-    planned = plan_paths(paths, state_file=result.state_path, strategy=strategy, progress=progress,
-                         output_dir=output_dir, now=now, submit=submit)
-    result.diagnostics = planned.plan.diagnostics_list()
-    result.plan = planned.plan
-    if not planned.validation.ok:
+    validation = load(job.paths)
+    if not validation.ok:
+        result.diagnostics = list(validation.diagnostics)
         result.refused = "the configuration has errors; fix them (poolc validate) before apply"
         return
-    if not planned.state.ok:
+    state = read_inputs_state(validation, result.state_path, None)
+    if not state.ok:
+        result.diagnostics = [*validation.diagnostics, *state.diagnostics]
         result.refused = f"the state file {result.state_path} is not valid"
         return
-    if saved is not None:
-        stale = _stale_plan(saved, planned.plan, result.state_path)
-        if stale:
-            result.refused = stale
+    prepared = prepare(validation, state, result.state_path)
+    if job.saved is not None:
+        planned = _saved(result, job, prepared)
+        if planned is None:
             return
+    else:
+        planned = plan_prepared(prepared, strategy=job.strategy, solve=_solver(job.strategy, job.progress),
+                                progress=job.progress, output_dir=job.output_dir, now=job.now, submit=job.submit)
+    result.diagnostics = planned.plan.diagnostics_list()
+    result.plan = planned.plan
     result.files = planned.files
-    result.removed = sorted(p for p in planned.previous_state_files if p not in result.files)
+    result.previous_files = planned.previous_state_files
+    result.removed = sorted(p for p in result.previous_files if p not in result.files)
     result.state_text = planned.state_text
-    tree = Tree(output_dir)
     for relative, text in sorted(result.files.items()):
-        try:
-            current = tree.read_text(relative)
-        except UnsafePath:    # a link or a device: stale, and the transaction refuses to replace it
-            current = None
-        if current != text:
+        if planned.on_disk.get(relative) != text:   # read once, by the plan's comparison with the disk
             result.stale.append(relative)
-    result.stale += [p for p in result.removed if os.path.exists(os.path.join(output_dir, p))]
-    if read_regular(result.state_path) != result.state_text:
+    result.stale += [p for p in result.removed if os.path.exists(os.path.join(job.output_dir, p))]
+    if planned.state.text != result.state_text:
         result.stale.append(result.state_path)
 
 
-def _stale_plan(saved: Plan, fresh: Plan, state_path: str) -> str | None:
-    """Why a saved plan cannot be applied now, naming what changed; None if it can.
-    The decisions are compared, not ``changes`` (which describe the world at
-    planning time, e.g. files on disk)."""
-    if saved.inputs_digest != fresh.inputs_digest:
-        what = _changed_inputs(saved.inputs or {}, fresh.inputs or {})
-        return (f"the plan was made from other inputs: {what}. Run `poolc plan --out` again "
-                f"(with --state {state_path})")
-    mine, theirs = saved.as_dict(), fresh.as_dict()
-    for plan in (mine, theirs):
-        plan.pop("changes", None)
-    if mine != theirs:
-        return ("the plan file does not match what this poolc plans for the same inputs "
-                "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
-    return None
+def _solver(strategy: str, progress: Callable[[str], None] | None) -> Callable[..., Any]:
+    from .plan import load_strategy
+
+    return load_strategy("optimal" if strategy == "kueue" else strategy, progress)
 
 
-def _changed_inputs(before: Mapping[str, str], after: Mapping[str, str]) -> str:
-    """``Pipeline/training changed, Policy/prod added`` (at most five, then a count)."""
-    words = [f"{key} changed" for key in sorted(before) if key in after and before[key] != after[key]]
-    words += [f"{key} added" for key in sorted(after) if key not in before]
-    words += [f"{key} removed" for key in sorted(before) if key not in after]
-    if not words:
-        return "the inputs digest differs (the plan file records no per-input digests)"
-    shown = ", ".join(words[:5])
-    return shown + (f" and {len(words) - 5} more" if len(words) > 5 else "")
+def _saved(result: ApplyResult, job: _Job, prepared: Any) -> Any:
+    """The saved plan checked against the inputs and rendered without solving
+    (poolc.saved_plan); solved again only when the plan file cannot say its in-share set."""
+    from . import saved_plan
+    from .plan import plan_prepared
+
+    saved = job.saved
+    assert saved is not None
+    result.diagnostics = list(prepared.diagnostics)
+    stale = saved_plan.stale_inputs(saved, prepared)
+    if stale:
+        result.refused = stale
+        return None
+    share = saved_plan.in_share(saved, saved_plan.new_grants(saved, prepared))
+    if share is not None:
+        found = saved_plan.solution_of(saved, prepared)
+        if found is None:
+            result.refused = saved_plan.EDITED
+            return None
+        solution, fresh = found
+        return saved_plan.apply_saved(saved, prepared, dataclasses.replace(solution, in_share=share), fresh,
+                                      output_dir=job.output_dir, now=job.now)
+    strategy = saved.solver.strategy   # solve again with the plan's strategy: it must come out the same
+    submit = saved.runtime.submit if saved.runtime is not None else job.submit
+    planned = plan_prepared(prepared, strategy=strategy, solve=_solver(strategy, job.progress), progress=job.progress,
+                            output_dir=job.output_dir, now=job.now, submit=submit)
+    if _decisions(saved) != _decisions(planned.plan):
+        result.refused = saved_plan.EDITED
+        return None
+    return planned
+
+
+def _decisions(plan: Plan) -> dict:
+    """The plan without ``changes``, which describe the world at planning time (files on disk)."""
+    found = plan.as_dict()
+    found.pop("changes", None)
+    return found

@@ -325,7 +325,8 @@ def _read_base(path: str) -> tuple[Any, Any]:
     (unreadable, not a plan, another format version)."""
     import json
 
-    from .domain.plan import FORMAT_VERSION, Plan, PlanFormatError
+    from .domain.plan import FORMAT_VERSION, PlanFormatError
+    from .domain.plan_file import problem, read_plan
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -343,9 +344,9 @@ def _read_base(path: str) -> tuple[Any, Any]:
                    f"{FORMAT_VERSION}: plan the base branch with the same poolc as this one", err=True)
         sys.exit(EXIT_FINDINGS)
     try:
-        return Plan.from_json(data), data
+        return read_plan(data, text), data
     except PlanFormatError as exc:
-        click.echo(f"poolc: the base plan {path}: {exc}", err=True)
+        click.echo(f"poolc: the base plan {problem(path, exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
 
 
@@ -597,14 +598,7 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     from .state import DEFAULT_STATE
     from .statecmd import remove
 
-    change = _locked(lambda: remove(state_file or DEFAULT_STATE, names))
-    if not change.ok:
-        emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
-        sys.exit(EXIT_FINDINGS)
-    for name in change.removed:
-        click.echo(f"released: {_t(name)}")
-    sys.exit(EXIT_OK)
+    _report_state_change(_locked(lambda: remove(state_file or DEFAULT_STATE, names)), "released")
 
 
 @state.command("rerun")
@@ -617,13 +611,18 @@ def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
     from .state import DEFAULT_STATE
     from .statecmd import rerun
 
-    change = _locked(lambda: rerun(state_file or DEFAULT_STATE, names))
+    _report_state_change(_locked(lambda: rerun(state_file or DEFAULT_STATE, names)), "to run again")
+
+
+def _report_state_change(change: Any, word: str) -> None:
+    """`state rm` and `state rerun`: each name it changed as ``<word>: NAME``, exit 0;
+    or the diagnostics and why nothing changed, exit 1."""
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
         click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
         sys.exit(EXIT_FINDINGS)
-    for label in change.removed:
-        click.echo(f"to run again: {_t(label)}")
+    for name in change.removed:
+        click.echo(f"{word}: {_t(name)}")
     sys.exit(EXIT_OK)
 
 

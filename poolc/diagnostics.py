@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+# Where a finding stands in a file (YAML or JSON alike): 1-based (line, column, end_line,
+# end_column), end exclusive; a Path_ names a key or value inside a document.
+Span = tuple[int, int, int, int]
+Path_ = tuple[str | int, ...]
 
 
 @dataclass(frozen=True, order=True)

@@ -1,6 +1,7 @@
 """Positions of every key and value of a JSON text, in the (path -> span) shape
-that poolc.load gives YAML documents, so a hand-edited JSON file (the state)
-gets diagnostics at the offending line and column.
+that poolc.load gives YAML documents, so a hand-edited JSON file (the state, a
+plan file, the journal) gets diagnostics at the offending line and column; and
+where a pydantic model's error about such a text stands (``error_span``).
 
 The scan is iterative (a state nested thousands deep cannot exhaust the stack)
 and linear in the text: the state is read on every apply and grows with the
@@ -12,9 +13,10 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .load import Span
+from .diagnostics import Path_, Span
 
 MAX_INT_DIGITS = 40
 
@@ -46,6 +48,39 @@ class Positions:
         return (*self.at(start), *self.at(end))
 
 
+def nearest(keys: Mapping[Path_, Span], values: Mapping[Path_, Span], root: Span,
+            path: Iterable[str | int], *, key: bool = False) -> Span:
+    """Where the node at ``path`` stands; the key when ``key`` (falling back to the
+    value), and the nearest existing ancestor for a path that is not there (a
+    missing field is reported at its parent's key). YAML and JSON alike."""
+    path = tuple(path)
+    while True:
+        if key and path in keys:
+            return keys[path]
+        if path in values:
+            return values[path]
+        if path in keys:
+            return keys[path]
+        if not path:
+            return root
+        path = path[:-1]
+        key = True  # an absent child is reported at its parent's key
+
+
+def where(loc: Iterable[str | int]) -> str:
+    """A place in a JSON document as its reader writes it: ``requests[3].demand.gpu``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def error_span(scan: JsonScan, error: Mapping[str, Any]) -> Span:
+    """Where an error of a pydantic model validated from the scanned text stands: the
+    offending value, the key of an unknown field, the parent's key of a missing one."""
+    return scan.span(tuple(error["loc"]), key=error["type"] == "extra_forbidden")
+
+
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_int=bounded_int)
 _scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - public, but missing from the stubs
@@ -62,6 +97,10 @@ class JsonScan:
         self.values: dict[tuple, Span] = {}
         self.duplicates: list[tuple[str, Span]] = []
         self._scan()
+
+    def span(self, path: Iterable[str | int], *, key: bool = False) -> Span:
+        """See ``nearest``; the whole text for the root."""
+        return nearest(self.keys, self.values, self.values.get((), (1, 1, 1, 1)), path, key=key)
 
     def _skip(self, i: int) -> int:
         match = _WS.match(self.text, i)

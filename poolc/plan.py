@@ -2,6 +2,10 @@
 Plan, and say what it changes (allocations, generated files, the state).
 
 The CLI (`plan`, `apply`) calls ``plan_paths`` and only renders what it returns.
+It is a row of steps that each return a value (``load``, ``read_inputs_state``,
+``prepare``, ``decide_strategy``, ``decide``, ``replay_runtime``, ``what_changes``);
+the Plan the strategy's decisions give is completed once, at the end, and `apply
+--plan` (poolc.saved_plan) reuses the steps before the solve and after it.
 The strategy module is imported here, on demand, so importing this module never
 imports OR-Tools.
 
@@ -22,15 +26,25 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import import_module
+from typing import Any
 
 from . import diagnostics as d
 from .config import Config
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, report_order
 from .domain.borrowing import grant_order
 from .domain.change import compare, state_difference
 from .domain.eligibility import check_placement, check_policy
 from .domain.naming import allocation_name, step_label
-from .domain.plan import STRATEGIES, External, FileChange, Plan
+from .domain.plan import (
+    STRATEGIES,
+    AllocationChanges,
+    External,
+    FileChange,
+    Plan,
+    PlanChanges,
+    PlannedRequest,
+    Runtime,
+)
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config, request_of
 from .model import Allocation
@@ -50,7 +64,7 @@ from .state import (
 from .targets.context import TargetContext
 from .textdiff import unified_diff
 from .validate import Validation, validate_paths
-from .writer import Tree, UnsafePath, read_regular, sha256_text
+from .writer import Tree, UnsafePath, sha256_text
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
@@ -95,6 +109,9 @@ class PlanResult:
     state_text: str = ""                # the new state file's bytes
     state_action: str | None = None     # create | update | None (unchanged)
     diffs: dict[str, str] = field(default_factory=dict)   # path -> unified diff, for files known on disk
+    # path -> its text in the output directory as read (None: absent, or not a regular
+    # file), so apply compares with it instead of reading every file again
+    on_disk: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -102,20 +119,44 @@ class PlanResult:
         return not any(x.severity == "error" for x in self.plan.diagnostics)
 
     @property
-    def changes(self) -> dict:
-        return self.plan.changes or {}
+    def changes(self) -> PlanChanges:
+        return self.plan.changes or PlanChanges()
 
     @property
     def changed(self) -> bool:
         """Anything would change: an allocation, a generated file or the state."""
-        allocations = self.changes.get("allocations", {})
-        return bool(allocations.get("added") or allocations.get("removed") or allocations.get("resized")
-                    or self.changes.get("files") or self.state_action)
+        return self.changes.any or bool(self.state_action)
 
     @property
     def previous_state_files(self) -> dict[str, str]:
         """Generated file -> digest, as the state file recorded them."""
         return dict(self.state.files)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a plan is made from before a strategy decides anything: the
+    validated inputs, the state, and which steps are requests, run already,
+    finished or were released. `apply --plan` starts from it too (no solve)."""
+
+    validation: Validation
+    config: Config                      # without the allocations that no longer run
+    state: StateRead
+    state_path: str
+    live: list[StepRequest]             # every step not recorded finished
+    rejected: dict[str, tuple[str, str]]
+    inputs: dict[str, str]              # step id -> digest of its inputs
+    finished: tuple[str, ...]
+    running: dict[str, Running]         # step id -> the allocation that still runs it
+    released: dict[str, str]            # allocation -> why it no longer describes its step
+    previous: list[Allocation]
+    problem: Problem
+    digests: dict[str, str]             # the plan's per-input digests
+    disagree: list[Diagnostic]          # A003: documents that give way to the state
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [*self.validation.diagnostics, *self.state.diagnostics, *self.disagree]
 
 
 def resolve_now(now: str | datetime | None = None) -> datetime:
@@ -229,15 +270,16 @@ def _without_allocations(config: Config, names: set[str]) -> Config:
     return dataclasses.replace(config, allocations=kept)
 
 
-def _kueue_strategy(config: Config, problem: Problem, requests: list[StepRequest], running: Mapping[str, Running],
-                    assembled: Callable[[Solution], Plan], optimal: Strategy) -> Solution:
+def _kueue_strategy(prepared: Prepared, optimal: Strategy) -> Solution:
     """What Kueue will do: every Job waits in the queue of its first eligible
     policy, the cluster decides; steps outside Kubernetes are planned as the
     optimal strategy would, since nothing but the plan gates them."""
     from .runtime import kueue_solution, replay
 
-    waiting = assembled(Solution(strategy="kueue", admitted={}, status="SIMULATED"))
-    replayed = replay(config, waiting, requests, problem, running, submit="all")  # Kueue decides everything
+    problem = prepared.problem
+    waiting = decide(prepared, Solution(strategy="kueue", admitted={}, status="SIMULATED"))
+    replayed = replay(prepared.config, waiting, prepared.live, problem, prepared.running,
+                      submit="all")  # Kueue decides everything
     kubernetes_ids = {r.id for r in waiting.requests if r.id in replayed.simulation.outcomes}
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
@@ -246,7 +288,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
                observed: Iterable[str] | None = None, submit: str = "gate", refuse_invalid: bool = False,
-               base: Plan | None = None) -> PlanResult:
+               base: Plan | None = None, validation: Validation | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
 
@@ -263,23 +305,73 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     ``refuse_invalid``: raise InvalidConfiguration instead of planning when an
     error other than a step's rejection is found. ``base``: a plan of the base
     branch's inputs against the same state; the plan's ``base`` section says what
-    this one changes against it (BaseMismatch when it was made against another state)."""
+    this one changes against it (BaseMismatch when it was made against another state).
+    ``validation``: the inputs already validated (apply validates before it plans).
+
+    The steps: load -> state -> prepare (requests) -> solve -> decide -> runtime
+    replay -> changes -> the Plan, built once at the end."""
     solve = load_strategy("optimal" if strategy == "kueue" else strategy, progress)
+    validation = validation or load(paths, refuse_invalid=refuse_invalid)
+    state_path = state_file or DEFAULT_STATE
+    prepared = prepare(validation, read_inputs_state(validation, state_path, observed), state_path)
+    return plan_prepared(prepared, strategy=strategy, solve=solve, progress=progress, runtime_check=runtime_check,
+                         output_dir=output_dir, now=now, submit=submit, base=base)
+
+
+def plan_prepared(prepared: Prepared, *, strategy: str | Strategy, solve: Strategy,
+                  progress: Callable[[str], None] | None = None, runtime_check: bool = True,
+                  output_dir: str | None = None, now: str | datetime | None = None, submit: str = "gate",
+                  base: Plan | None = None) -> PlanResult:
+    """solve -> decide -> runtime replay -> changes -> the Plan (see ``plan_paths``)."""
+    if base is not None:
+        check_base(base, prepared)
+    solution = decide_strategy(prepared, strategy, solve, progress)
+    decided = decide(prepared, solution)
+    # one rendering of the targets for the runtime check and the file changes
+    # (they read only which steps run and through which policy, which is final here)
+    context = TargetContext.of(prepared.validation.config, decided, prepared.live, submit=submit)
+    runtime = replay_runtime(prepared, decided, context) if runtime_check else None
+    plan = with_sections(prepared, decided, runtime)
+    comparison = compare(base, plan, _victim_policies(prepared.problem).get) if base is not None else None
+    requests = waits(plan, prepared.live, submit)
+    result = PlanResult(prepared.validation, prepared.state, prepared.state_path, prepared.problem, solution, plan,
+                        prepared.previous, sorted(prepared.released))
+    changes = None
+    if prepared.state.ok:
+        changes = what_changes(result, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
+                               grants=grant_positions(prepared.problem, solution))
+    result.plan = dataclasses.replace(plan, base=comparison, requests=requests,
+                                      diagnostics=plan.diagnostics + (changes.refused if changes else ()),
+                                      changes=changes.section if changes else None)
+    return result
+
+
+def load(paths: Iterable[str], *, refuse_invalid: bool = False) -> Validation:
+    """The validated inputs; InvalidConfiguration (when ``refuse_invalid``) before any planning."""
     validation = validate_paths(list(paths) or ["."])
     if refuse_invalid:
         errors = blocking_errors(validation.diagnostics)
         if errors:
             raise InvalidConfiguration(validation, errors)
-    config = validation.config
-    state_path = state_file or DEFAULT_STATE
+    return validation
+
+
+def read_inputs_state(validation: Validation, state_path: str, observed: Iterable[str] | None) -> StateRead:
+    """The state a plan starts from: the state file, or what the cluster's reports imply."""
     state = read_state(state_path)
     if observed is not None and state.ok:
         from .observe import observe_files
 
-        state = observe_files(state, list(observed), config, validation.requests)
+        state = observe_files(state, list(observed), validation.config, validation.requests)
+    return state
+
+
+def prepare(validation: Validation, state: StateRead, state_path: str) -> Prepared:
+    """Which steps are requests, which run already (and which allocations were
+    released because their step changed), which finished; the Problem to solve."""
+    config = validation.config
     if state.preempted:  # config allocations an applied plan preempted no longer run
         config = _without_allocations(config, set(state.preempted))
-
     requests = validation.requests  # requests do not depend on allocations
     rejected = step_errors(config, requests, validation.diagnostics)
     inputs = {r.id: step_inputs(r) for r in requests}
@@ -301,44 +393,66 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
                       key=lambda a: a.metadata.name)
     plannable = [r for r in live if r.id not in rejected and r.id not in running]
     problem = problem_from_config(config, plannable, state_allocations)
-
     digests = input_digests(config, state.allocations)   # computed once: the plan's and its inputs'
-    if base is not None and state.ok:
-        mismatch = state_difference(base, digests)
-        if mismatch is not None:
-            raise BaseMismatch(f"the base plan cannot be compared with this one: {mismatch}; plan the base "
-                               "branch against the same state file (`poolc plan --state FILE --out PLANFILE`)")
+    return Prepared(validation, config, state, state_path, live, rejected, inputs, finished, running, released,
+                    previous, problem, digests, disagree)
 
-    def assembled(solution: Solution) -> Plan:
-        return assemble(problem, solution, live, rejected=rejected, running=running,
-                        diagnostics=[*validation.diagnostics, *state.diagnostics, *disagree],
-                        digest=digest_of(digests))
 
+def check_base(base: Plan, prepared: Prepared) -> None:
+    """BaseMismatch when the base plan was made against another state."""
+    if not prepared.state.ok:
+        return
+    mismatch = state_difference(base, prepared.digests)
+    if mismatch is not None:
+        raise BaseMismatch(f"the base plan cannot be compared with this one: {mismatch}; plan the base "
+                           "branch against the same state file (`poolc plan --state FILE --out PLANFILE`)")
+
+
+def decide_strategy(prepared: Prepared, strategy: str | Strategy, solve: Strategy,
+                    progress: Callable[[str], None] | None) -> Solution:
+    """The strategy's decisions (the only step that solves)."""
     if strategy == "kueue":
-        solution = _kueue_strategy(config, problem, live, running, assembled, load_strategy("optimal", progress))
-    else:
-        solution = solve(problem)
-    plan = _with_wait_timeouts(_with_released(assembled(solution), released), live)
-    # one rendering of the targets for the runtime check and the file changes
-    # (they read only which steps run and through which policy, which is final here)
-    context = TargetContext.of(validation.config, plan, live, submit=submit)
-    if runtime_check:
-        from .runtime import replay, with_runtime
+        return _kueue_strategy(prepared, load_strategy("optimal", progress))
+    return solve(prepared.problem)
 
-        plan = with_runtime(plan, replay(config, plan, live, problem, running, context=context), live, config)
-    plan = dataclasses.replace(plan, finished=finished, inputs=digests, external=_external(state.allocations),
-                               teams=_teams(validation.config))
-    if base is not None:
-        plan = dataclasses.replace(plan, base=compare(base, plan, _victim_policies(problem).get))
+
+def decide(prepared: Prepared, solution: Solution) -> Plan:
+    """The plan's decisions and explanations: each step's fate, the preemptions, the
+    pools' and policies' use, and the notes on released and timed-out steps."""
+    plan = assemble(prepared.problem, solution, prepared.live, rejected=prepared.rejected,
+                    running=prepared.running, diagnostics=prepared.diagnostics, digest=digest_of(prepared.digests))
+    return _with_wait_timeouts(_with_released(plan, prepared.released), prepared.live)
+
+
+def replay_runtime(prepared: Prepared, decided: Plan, context: TargetContext) -> tuple[Runtime, list[Diagnostic]]:
+    """The runtime section (the plan's objects replayed on the Kueue simulator) and its T-rule diagnostics."""
+    from .runtime import replay, runtime_diagnostics, runtime_of
+
+    replayed = replay(prepared.config, decided, prepared.live, prepared.problem, prepared.running, context=context)
+    runtime = runtime_of(decided, replayed)
+    return runtime, runtime_diagnostics(runtime, prepared.live, prepared.config)
+
+
+def with_sections(prepared: Prepared, decided: Plan, runtime: tuple[Runtime, list[Diagnostic]] | None) -> Plan:
+    """The decisions with what the plan records beside them: the runtime section,
+    finished steps, per-input digests, foreign work and teams."""
+    sections: dict[str, Any] = {}
+    if runtime is not None:
+        sections["runtime"] = runtime[0]
+        sections["diagnostics"] = tuple(sorted([*decided.diagnostics, *runtime[1]], key=report_order))
+    return dataclasses.replace(decided, **sections, finished=prepared.finished, inputs=prepared.digests,
+                               external=_external(prepared.state.allocations),
+                               teams=_teams(prepared.validation.config))
+
+
+def waits(plan: Plan, live: list[StepRequest], submit: str) -> tuple[PlannedRequest, ...]:
+    """The requests, with how long each waited for this reconcile cycle: only in gate
+    mode and with the cycle's time given (same inputs, same plan)."""
     if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
-        from .waiting import with_waits  # only with the cycle's time given: same inputs, same plan
+        from .waiting import with_waits
 
-        plan = with_waits(plan, live, resolve_now(None))
-    result = PlanResult(validation, state, state_path, problem, solution, plan, previous, sorted(released))
-    if state.ok:
-        _what_changes(result, config=validation.config, requests=live, inputs=inputs,
-                      output_dir=output_dir, now=resolve_now(now), context=context)
-    return result
+        return with_waits(plan, live, resolve_now(None)).requests
+    return plan.requests
 
 
 def _teams(config: Config) -> dict[str, str]:
@@ -391,7 +505,7 @@ def _with_wait_timeouts(plan: Plan, requests: list[StepRequest]) -> Plan:
     return dataclasses.replace(plan, requests=requests_)
 
 
-def _grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:
+def grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:
     """Request id -> its place among the plan's new grants, in the order the plan
     walked the reserved shares (in-share first, then by arrival)."""
     ranks = {r.id: r.rank for r in problem.requests}
@@ -409,15 +523,26 @@ def _output_dir(result: PlanResult, given: str | None) -> str | None:
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(result.state_path)), recorded))
 
 
-def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequest], inputs: Mapping[str, str],
-                  output_dir: str | None, now: datetime, context: TargetContext) -> None:
-    """Render what apply would write for the plan and compare it with the state's
-    record and, where the output directory is known, the files on disk."""
+@dataclass(frozen=True)
+class Changes:
+    """What applying a plan changes: the plan's ``changes`` section, and the
+    diagnostics of generated paths apply would refuse to replace."""
+
+    section: PlanChanges
+    refused: tuple[Diagnostic, ...] = ()
+
+
+def what_changes(result: PlanResult, prepared: Prepared, *, output_dir: str | None, now: datetime,
+                 context: TargetContext, grants: Mapping[str, int]) -> Changes:
+    """Render what apply would write for ``result.plan`` and compare it with the
+    state's record and, where the output directory is known, the files on disk
+    (each read once, kept in ``result.on_disk``); fills in the result's files,
+    diffs and new state. ``grants``: request id -> its place among the new grants."""
     from .model import KINDS
     from .targets import render_all
 
-    plan = result.plan
-    result.files = render_all(config, plan, requests, context=context)
+    plan, config = result.plan, prepared.validation.config
+    result.files = render_all(config, plan, prepared.live, context=context)
     file_digests = {p: sha256_text(t) for p, t in result.files.items()}
     result.output_dir = _output_dir(result, output_dir)
     recorded = result.state.files
@@ -431,7 +556,10 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
             refused.append(Diagnostic(exc.path, 1, 1, 1, 1, d.Y001.id, "error",
                                       f"{exc.why}; apply replaces only regular files it wrote: remove it"))
             file_changes.append(FileChange(path, "update"))
+            result.on_disk[path] = None
             continue
+        if tree is not None:
+            result.on_disk[path] = on_disk
         if on_disk is not None:
             if on_disk != text:
                 file_changes.append(FileChange(path, "update" if path in recorded else "create"))
@@ -454,17 +582,14 @@ def _what_changes(result: PlanResult, *, config: Config, requests: list[StepRequ
     state = state_from_plan(plan, result.previous, files=file_digests,
                             digest=digest, from_files=config.allocations,
                             preempted_before=result.state.preempted, released=result.released, started_at=now,
-                            step_inputs=inputs, finished=result.state.finished,
-                            grant_order=_grant_positions(result.problem, result.solution),
+                            step_inputs=prepared.inputs, finished=result.state.finished, grant_order=grants,
                             output_dir=relative_out.replace(os.sep, "/") if relative_out else None)
     result.state_text = dump_state(state)
-    current = read_regular(result.state_path)
+    current = result.state.text   # the state file as plan_paths read it: not read again
     result.state_action = None if current == result.state_text else ("update" if current is not None else "create")
-    allocation_changes = changes(result.previous + [a for a in result.state.allocations
-                                                    if a.metadata.name in result.released],
-                                 state["allocations"], result.released)
-    result.plan = dataclasses.replace(plan, diagnostics=plan.diagnostics + tuple(refused), changes={
-        "allocations": allocation_changes,
-        "files": [x.as_dict() for x in sorted(file_changes, key=lambda x: x.path)],
-        "state": result.state_action,
-    })
+    allocations = changes(result.previous + [a for a in result.state.allocations if a.metadata.name in result.released],
+                          state["allocations"], result.released)
+    section = PlanChanges(AllocationChanges(*(tuple(allocations[k]) for k in ("added", "removed", "resized",
+                                                                               "unchanged"))),
+                          tuple(sorted(file_changes, key=lambda x: x.path)), result.state_action)
+    return Changes(section, tuple(refused))

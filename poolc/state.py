@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from . import API_VERSION, jsonpos
+from . import API_VERSION, jsonpos, state_file
 from . import diagnostics as d
 from .config import Config, build_config
 from .diagnostics import Diagnostic
@@ -38,7 +38,7 @@ from .load import Document, Span
 from .model import Allocation
 from .writer import read_bytes, write_atomic
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = state_file.FORMAT_VERSION
 DEFAULT_STATE = "poolc.state.json"
 
 
@@ -79,6 +79,9 @@ class StateRead(NamedTuple):
     # the digest of the step's inputs then; not requested again until they change.
     finished: dict[str, str] = {}
     output_dir: str | None = None       # where apply wrote the files, relative to the state's folder
+    # The file's text as read (a BOM kept), so a caller compares the state it would
+    # write with the file without reading it again; None when missing or unreadable.
+    text: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -141,6 +144,10 @@ def _read_state(path: str) -> StateRead:
         return StateRead([], {}, None, [_at(path, d.Y001, f"cannot read the state file: {exc.strerror or exc}")])
     except UnicodeDecodeError:
         return StateRead([], {}, None, [_at(path, d.Y001, "the state file is not valid UTF-8")])
+    return _parse(path, text)._replace(text=("\ufeff" if raw.startswith(b"\xef\xbb\xbf") else "") + text)
+
+
+def _parse(path: str, text: str) -> StateRead:
     duplicates = [False]
 
     def pairs(items: list[tuple[str, Any]]) -> dict:
@@ -170,77 +177,37 @@ def _read_state(path: str) -> StateRead:
 
 
 def _interpret(path: str, root: dict, scan: JsonScan | None) -> StateRead:
-    """The state's content; without ``scan`` every diagnostic is at 1:1 (the caller then
-    reads again with the positions)."""
+    """The state's content, checked through its model (poolc.state_file); without
+    ``scan`` every diagnostic is at 1:1 (the caller then reads again with the positions)."""
     top = Document(path, 0, root, scan.values[()] if scan else (1, 1, 1, 1),
                    scan.keys if scan else {}, scan.values if scan else {})
+
+    def place(rule: d.Rule, message: str, where: tuple[str | int, ...], key: bool) -> Diagnostic:
+        return top.diagnostic(rule, message, where, key=key)
+
     problems = [_at(path, d.Y003, f"duplicate key {key!r}; JSON readers keep only one of them", span)
                 for key, span in (scan.duplicates if scan else [])]
-    version = root.get("format_version")
-    if version != FORMAT_VERSION:
-        where = ("format_version",) if "format_version" in root else ()
-        problems.append(top.diagnostic(d.S004, f"state format_version {version!r} is not supported; this "
-                                       f"poolc reads and writes format_version {FORMAT_VERSION}", where))
-        return StateRead([], {}, None, problems)
-    unknown = sorted(set(root) - {"format_version", "inputs_digest", "allocations", "files", "preempted",
-                                  "finished", "output_dir"})
-    problems += [top.diagnostic(d.S001, f"unknown field {k!r} in the state file", (k,), key=True) for k in unknown]
-
-    digest = root.get("inputs_digest")
-    if digest is not None and not isinstance(digest, str):
-        problems.append(top.diagnostic(d.S003, "inputs_digest must be a string", ("inputs_digest",)))
-        digest = None
-    files = root.get("files", {})
-    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-        problems.append(top.diagnostic(d.S003, "files must map relative paths to \"sha256:...\" strings",
-                                       ("files",)))
-        files = {}
-    files = dict(files)   # pruned below; the data itself stays as read (it may be interpreted twice)
+    version = state_file.version_problem(root, place)
+    if version is not None:
+        return StateRead([], {}, None, problems + [version])
+    checked = state_file.check(root, place)
+    problems += checked.problems
+    model = checked.model
+    files = dict(model.files)
     for name in sorted(files):
         if not is_safe_relative(name):
             problems.append(top.diagnostic(d.S003, f"files lists {name!r}, which is not a relative path inside "
                                            "the output directory; poolc never writes or removes it",
                                            ("files", name), key=True))
             del files[name]
-    items = root.get("allocations", [])
-    if not isinstance(items, list):
-        problems.append(top.diagnostic(d.S003, "allocations must be a list of Allocation documents",
-                                       ("allocations",)))
-        items = []
-
-    documents = []
-    groups = _by_allocation(scan) if items and scan else {}
-    for index, item in enumerate(items):
-        doc = _sub_document(path, index, item, groups.get(index, ({}, {(): (1, 1, 1, 1)})))
-        if not isinstance(item, dict) or item.get("kind") != "Allocation":
-            problems.append(doc.diagnostic(d.S004, "the state holds only Allocation documents "
-                                           "(apiVersion poolc/v1, kind Allocation)",
-                                           ("kind",) if isinstance(item, dict) else ()))
-            continue
-        documents.append(doc)
-    preempted = root.get("preempted", [])
-    if not isinstance(preempted, list) or not all(isinstance(n, str) for n in preempted):
-        problems.append(top.diagnostic(d.S003, "preempted must be a list of allocation names", ("preempted",)))
-        preempted = []
-    finished, output_dir = _lifecycle(root, top, problems)
+    groups = _by_allocation(scan) if checked.allocations and scan else {}
+    documents = [_sub_document(path, index, item, groups.get(index, ({}, {(): (1, 1, 1, 1)})))
+                 for index, item in checked.allocations]
     config, found = build_config([path], documents)
     allocations = [entry.obj for _, entry in sorted(config.allocations.items())]
-    return StateRead(allocations, dict(sorted(files.items())), digest, problems + found, sorted(preempted),
-                     finished=finished, output_dir=output_dir)
-
-
-def _lifecycle(root: dict, top: Document, problems: list[Diagnostic]) -> tuple[dict[str, str], str | None]:
-    """The released steps and the output directory a state records."""
-    finished = root.get("finished", {})
-    if not isinstance(finished, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                 for k, v in finished.items()):
-        problems.append(top.diagnostic(d.S003, "finished must map step ids to input digests", ("finished",)))
-        finished = {}
-    output_dir = root.get("output_dir")
-    if output_dir is not None and not (isinstance(output_dir, str) and output_dir):
-        problems.append(top.diagnostic(d.S003, "output_dir must be a path", ("output_dir",)))
-        output_dir = None
-    return dict(sorted(finished.items())), output_dir
+    return StateRead(allocations, dict(sorted(files.items())), model.inputs_digest, problems + found,
+                     sorted(model.preempted), finished=dict(sorted(model.finished.items())),
+                     output_dir=model.output_dir)
 
 
 # --- building and writing ----------------------------------------------------------

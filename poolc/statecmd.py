@@ -64,14 +64,23 @@ def list_allocations(path: str) -> tuple[StateRead, list[dict[str, Any]]]:
     return state, rows
 
 
+def _locked_read(path: str, change: StateChange) -> StateRead | None:
+    """The state, read under the lock the caller holds; None (``change`` refused,
+    with the state's diagnostics) when it is missing or invalid."""
+    state, problem = _readable(path)
+    change.diagnostics = list(state.diagnostics)
+    if problem:
+        change.refused = problem
+        return None
+    return state
+
+
 def remove(path: str, names: Iterable[str]) -> StateChange:
     """Release finished steps: NAME is an allocation name or a step id (``pipeline/step``)."""
     change = StateChange()
     with state_lock(path):
-        state, problem = _readable(path)
-        change.diagnostics = list(state.diagnostics)
-        if problem:
-            change.refused = problem
+        state = _locked_read(path, change)
+        if state is None:
             return change
         by_name = {a.metadata.name: a for a in state.allocations}
         wanted = []
@@ -102,10 +111,8 @@ def rerun(path: str, names: Iterable[str]) -> StateChange:
     id (``pipeline/step``) or a pipeline (all its finished steps)."""
     change = StateChange()
     with state_lock(path):
-        state, problem = _readable(path)
-        change.diagnostics = list(state.diagnostics)
-        if problem:
-            change.refused = problem
+        state = _locked_read(path, change)
+        if state is None:
             return change
         finished = dict(state.finished)
         for name in names:

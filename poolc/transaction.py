@@ -44,10 +44,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import signals
+from .journal_file import JOURNAL_VERSION, BadJournal, read_journal
 from .writer import Tree, UnsafePath, check_replaceable, sha256_text, split_relative, write_new
 
-JOURNAL_VERSION = 1
-_ID = re.compile(r"[0-9a-f]{16}")
 _TEMP = re.compile(r"\.poolc-[0-9a-f]{16}-\d+\.(tmp|bak)")
 
 
@@ -107,44 +106,16 @@ def journal_path(state_path: str) -> str:
 
 
 def _parse_journal(path: str, text: str) -> Journal:
+    """The journal in ``text`` (read through its model, poolc.journal_file); JournalError
+    names what is wrong at its line and column."""
     try:
-        return _journal_from(path, text)
-    except UnsafePath as exc:
-        raise JournalError(f"{path}: not a journal poolc can recover ({exc.strerror}); if no apply is "
+        model = read_journal(text)
+    except BadJournal as exc:
+        line, column = exc.span[:2]
+        raise JournalError(f"{path}:{line}:{column}: not a journal poolc can recover ({exc.why}); if no apply is "
                            "running, check the output directory and the state by hand, then delete it") from None
-
-
-def _journal_from(path: str, text: str) -> Journal:
-    def bad(why: str) -> JournalError:
-        return JournalError(f"{path}: not a journal poolc can recover ({why}); if no apply is running, "
-                            "check the output directory and the state by hand, then delete it")
-    try:
-        raw = json.loads(text, parse_int=lambda s: int(s) if len(s) < 20 else 0)
-    except (ValueError, RecursionError):
-        raise bad("not JSON") from None
-    if not isinstance(raw, dict) or raw.get("poolc_journal") != JOURNAL_VERSION:
-        raise bad("unknown format")
-    if not (isinstance(raw.get("id"), str) and _ID.fullmatch(raw["id"])
-            and raw.get("phase") in ("prepare", "commit", "rollback")
-            and isinstance(raw.get("output_dir"), str) and isinstance(raw.get("state"), str)
-            and isinstance(raw.get("dirs"), list) and isinstance(raw.get("entries"), list)):
-        raise bad("fields missing or of the wrong type")
-    journal = Journal(raw["id"], raw["phase"], raw["output_dir"], raw["state"])
-    for d in raw["dirs"]:
-        if not isinstance(d, str):
-            raise bad("a directory that is not a string")
-        split_relative(d)
-        journal.dirs.append(d)
-    for e in raw["entries"]:
-        if not (isinstance(e, dict) and e.get("tree") in ("out", "state") and isinstance(e.get("path"), str)
-                and (e.get("new") is None or isinstance(e.get("new"), str)) and isinstance(e.get("backup"), bool)
-                and (e.get("old") is None or isinstance(e.get("old"), str))):
-            raise bad("an entry of the wrong shape")
-        split_relative(e["path"])
-        if e["tree"] == "state" and e["path"] != journal.state:
-            raise bad("a state entry that is not the state file")
-        journal.entries.append(Entry(e["tree"], e["path"], e["new"], e["backup"], e.get("old")))
-    return journal
+    return Journal(model.id, model.phase, model.output_dir, model.state,
+                   [Entry(e.tree, e.path, e.new, e.backup, e.old) for e in model.entries], list(model.dirs))
 
 
 class _Files:

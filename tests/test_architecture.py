@@ -1,99 +1,70 @@
 """The package's layers (docs/architecture.md): an import only goes down.
 
-Every import in poolc/, also those inside functions, is read with ast and
-resolved; a module may import from its own layer or a lower one, and the stage
-packages (checks, planner, targets, report) never import one another.
+The layers are an import-linter contract in pyproject.toml ([tool.importlinter]):
+every import in poolc/, also those inside functions, direct or through other
+modules, goes to its own layer or a lower one; the stage packages (checks,
+planner, targets, report) never import one another; every module is in a layer
+(a new one must be placed); and poolc/__init__.py imports none of its modules.
 """
 
 from __future__ import annotations
 
-import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "poolc"
-
-# Top to bottom, as in docs/architecture.md.
-LAYERS: list[tuple[str, set[str]]] = [
-    ("cli", {"cli", "__main__"}),
-    ("commands", {"validate", "plan", "apply", "statecmd", "rules_doc", "runtime", "forecast", "waiting"}),
-    ("stages", {"checks", "planner", "targets", "report"}),
-    ("data in", {"requests", "config", "schema", "schema_messages", "model", "load", "state", "inputs", "jsonpos",
-                 "schemas", "reports", "observe", "sources"}),
-    ("domain", {"domain"}),
-    ("foundation", {"units", "diagnostics", "transaction", "writer", "lock", "signals", "kueuesim", "jsontext",
-                    "escape", "textdiff", "__init__"}),
-]
-STAGES = {"checks", "planner", "targets", "report"}
+REPO = Path(__file__).resolve().parent.parent
 
 
-def layer_of(top: str) -> int:
-    for index, (_, names) in enumerate(LAYERS):
-        if top in names:
-            return index
-    raise AssertionError(f"poolc/{top} is in no layer of docs/architecture.md: add it to LAYERS and the doc")
+def lint_imports(root: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """import-linter with the repository's contracts, on the poolc found under ``root``
+    (a separate process: this one has imported the real poolc already)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    code = ("import sys; from importlinter.cli import lint_imports; "
+            f"sys.exit(lint_imports(config_filename={str(REPO / 'pyproject.toml')!r}, no_cache=True))")
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
 
 
-def modules() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+def test_the_layer_contracts_are_kept(tmp_path):
+    result = lint_imports(REPO, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 kept, 0 broken" in result.stdout
 
 
-def top_of(path: Path) -> str:
-    parts = path.relative_to(PACKAGE).with_suffix("").parts
-    return parts[0]
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory) -> Path:
+    """A copy of poolc to break on purpose."""
+    root = tmp_path_factory.mktemp("layers")
+    shutil.copytree(REPO / "poolc", root / "poolc", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
 
 
-def imported_tops(path: Path) -> list[tuple[int, str]]:
-    """(line, top-level poolc module) of every import of a poolc module."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                package = list(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
-                base = package[: len(package) - node.level + 1]
-                target = base + (node.module.split(".") if node.module else [])
-                if len(target) == 1:   # "from . import x": x is the module
-                    target += [alias.name for alias in node.names[:1]]
-            else:
-                target = (node.module or "").split(".")
-            if target[0] == "poolc" and len(target) > 1:
-                found.append((node.lineno, target[1]))
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "poolc" and len(parts) > 1:
-                    found.append((node.lineno, parts[1]))
-    return [(line, top if _is_module(top) else "__init__") for line, top in found]
-
-
-def _is_module(top: str) -> bool:
-    return (PACKAGE / f"{top}.py").exists() or (PACKAGE / top).is_dir()
-
-
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_only_go_down(path):
-    here = top_of(path)
-    mine = layer_of(here)
-    wrong = []
-    for line, top in imported_tops(path):
-        if top == here:
-            continue
-        if layer_of(top) < mine:
-            wrong.append(f"line {line}: imports poolc.{top} ({LAYERS[layer_of(top)][0]}) "
-                         f"from the {LAYERS[mine][0]} layer")
-        elif here in STAGES and top in STAGES:
-            wrong.append(f"line {line}: the stage {here} imports the stage {top}; move the shared rule to domain/")
-    assert not wrong, f"poolc/{path.relative_to(PACKAGE)}:\n" + "\n".join(wrong)
-
-
-def test_the_check_sees_a_wrong_import(tmp_path, monkeypatch):
-    """The test itself can fail: a domain module importing a stage is caught."""
-    fake = PACKAGE / "domain" / "problem.py"
-    tree_imports = imported_tops(fake)
-    assert all(layer_of(top) >= layer_of("domain") for _, top in tree_imports)
-    bad = tmp_path / "bad.py"
-    bad.write_text("from poolc.planner import optimal\n", encoding="utf-8")
-    assert imported_tops(bad) == [(1, "planner")]
-    assert layer_of("planner") < layer_of("domain")
+@pytest.mark.parametrize("where, line, says", [
+    ("domain/problem.py", "from poolc.planner import optimal\n", "poolc.domain is not allowed to import poolc.planner"),
+    ("checks/pools.py", "from ..report import text\n", "poolc.checks is not allowed to import poolc.report"),
+    ("units.py", "def late():\n    from . import state\n", "poolc.units -> poolc.state"),
+    ("newcomer.py", "X = 1\n", "poolc.newcomer"),
+    ("__init__.py", "from . import cli as _cli\n", "poolc -> poolc.cli"),
+    ("planner/optimal/model.py", "from . import loop\n",
+     "poolc.planner.optimal.model is not allowed to import poolc.planner.optimal.loop"),
+])
+def test_the_contracts_catch_a_wrong_import(copy, tmp_path, where, line, says):
+    """The check itself can fail: an upward import (also one inside a function), a stage
+    importing a stage, a module in no layer and an import from the package's __init__."""
+    target = copy / "poolc" / where
+    before = target.read_text(encoding="utf-8") if target.exists() else None
+    try:
+        target.write_text((before or "") + "\n" + line, encoding="utf-8")
+        result = lint_imports(copy, tmp_path)
+    finally:
+        if before is None:
+            target.unlink()
+        else:
+            target.write_text(before, encoding="utf-8")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert says in result.stdout and "BROKEN" in result.stdout, result.stdout

@@ -5,7 +5,9 @@ numpy and pandas imports; these tests hold it to being a faithful subset."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ from sweep import blocks
 from test_planner_optimal import random_contention_problem, random_crowded_problem
 
 from poolc.planner import cpsat, optimal
+from poolc.planner.optimal import SolverSettings, dominance, parts
 
 REPO = Path(__file__).resolve().parent.parent
 needs_helper = pytest.mark.skipif(cpsat.BACKEND != "cp_model_helper",
@@ -79,7 +82,7 @@ def test_cpsat_solves_as_cp_model_solves(maximize: bool) -> None:
 def test_the_planner_plans_the_same_on_either_module(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     problem = (random_contention_problem if seed % 2 else random_crowded_problem)(seed)
     ours = optimal.solve(problem)
-    monkeypatch.setattr(optimal, "cp_model", cp_model)
+    use_api(cp_model, monkeypatch)
     theirs = optimal.solve(problem)
     assert ours == theirs
     assert ours.status == "OPTIMAL"
@@ -88,19 +91,26 @@ def test_the_planner_plans_the_same_on_either_module(seed: int, monkeypatch: pyt
 def planner_models(problem, api, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # noqa: ANN001
     """The text of every part's model, with every tier's own variables and the
     request dominance rows (conditional on several literals) added."""
-    monkeypatch.setattr(optimal, "cp_model", api)
-    classes = optimal._request_classes(problem)
-    victims = optimal._victim_classes(problem, optimal.borrowed_parts(problem))
-    layout = optimal._layout(problem, classes, victims)
+    use_api(api, monkeypatch)
     texts = []
-    for pools, c, v in optimal._parts(problem, classes, victims):
-        built = optimal._build(problem, c, v, layout, pools)
+    for _, built in parts.models(problem, SolverSettings())[1]:
         for tier in built.tiers:
             if tier.setup is not None:
                 tier.setup()
-        optimal._request_dominance(built)
+        dominance.request_dominance(built)
         texts.append(str(built.model.proto))
     return texts
+
+
+def use_api(api, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """Every module of the planner's package builds and solves through ``api``."""
+    patched = set()
+    for info in pkgutil.iter_modules(optimal.__path__, f"{optimal.__name__}."):
+        module = importlib.import_module(info.name)
+        if hasattr(module, "cp_model"):
+            monkeypatch.setattr(module, "cp_model", api)
+            patched.add(info.name.rsplit(".", 1)[1])
+    assert {"build", "attempts", "loop"} <= patched       # the model is made and solved there
 
 
 @needs_helper

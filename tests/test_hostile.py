@@ -23,6 +23,7 @@ from support import cli
 from poolc import load
 from poolc.apply import apply_paths
 from poolc.domain.naming import allocation_name, training_job_name
+from poolc.load import dispatch
 from poolc.lock import state_lock
 from poolc.state import read_state
 from poolc.validate import validate_paths
@@ -336,7 +337,7 @@ def test_yaml_links_to_a_device_or_a_fifo_are_refused_at_once(tmp_path):
 
 def test_the_inputs_have_a_total_budget(platform, monkeypatch):
     everything = load.load_paths(["examples"])
-    monkeypatch.setattr(load, "MAX_TOTAL_BYTES", 6000)
+    monkeypatch.setattr(dispatch, "MAX_TOTAL_BYTES", 6000)
     result = load.load_paths(["examples"])
     over = [d for d in result.diagnostics if d.rule == "Y007"]
     assert len(over) == 1 and "add up to more than 6000 bytes" in over[0].message
@@ -344,7 +345,7 @@ def test_the_inputs_have_a_total_budget(platform, monkeypatch):
 
 
 def test_the_inputs_have_a_document_budget(platform, monkeypatch):
-    monkeypatch.setattr(load, "MAX_DOCUMENTS", 3)
+    monkeypatch.setattr(dispatch, "MAX_DOCUMENTS", 3)
     result = load.load_paths(["examples"])
     assert [d.rule for d in result.diagnostics if d.rule == "Y007"] == ["Y007"]
     assert len(result.documents) <= 3

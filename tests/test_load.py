@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from poolc import load
-from poolc.load import Document, expand_paths, load_file, load_paths, load_text
+from poolc.load import Document, expand_paths, load_file, load_paths, load_text, parse
 
 POOL = """\
 apiVersion: poolc/v1
@@ -102,7 +102,7 @@ def test_shared_alias_is_not_mistaken_for_recursion():
 
 
 def test_expansion_guard_counts_expanded_nodes(monkeypatch):
-    monkeypatch.setattr(load, "MAX_EXPANDED_NODES", 60)
+    monkeypatch.setattr(parse, "MAX_EXPANDED_NODES", 60)
     text = ("apiVersion: poolc/v1\nkind: ResourcePool\nmetadata: {name: s}\n"
             "a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]\nb: &b [*a, *a, *a, *a, *a]\n")
     docs, diags = load_text("f.yaml", text)

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from poolc import load
 from poolc.config import build_config
-from poolc.load import PositionCache, load_paths, load_text
+from poolc.load import PositionCache, load_paths, load_text, positions
 from poolc.requests import build_requests
 from poolc.validate import validate_paths
 
@@ -155,9 +154,9 @@ EVENT_CASES = [
 
 @pytest.mark.parametrize("text", EVENT_CASES)
 def test_positions_from_events_are_the_builders(text, monkeypatch):
-    quick = load._event_positions(text)
-    monkeypatch.setattr(load, "_event_positions", lambda _text: None)
-    built = load._Positions("f.yaml", text, PositionCache())._compose()
+    quick = positions.event_positions(text)
+    monkeypatch.setattr(positions, "event_positions", lambda _text: None)
+    built = positions.FilePositions("f.yaml", text, PositionCache())._compose()
     assert quick is not None and built
     assert {i: quick[i] for i in built} == built
 
@@ -168,7 +167,7 @@ def test_positions_from_events_are_the_builders(text, monkeypatch):
     "a: {<<: {b: 1}, c: 2}\n",               # merge key
 ])
 def test_positions_from_events_leave_aliases_tags_and_merges_to_the_builder(text):
-    assert load._event_positions(text) is None
+    assert positions.event_positions(text) is None
 
 
 def _doc(kind: str, body: str) -> str:
@@ -195,7 +194,7 @@ def test_positions_of_one_document_are_those_of_the_whole_file(text):
     of every document is where reading the whole file puts it."""
     documents, problems = load_text("f.yaml", text, cache=PositionCache())
     assert len(documents) >= 2 and not problems
-    whole = load._Positions("f.yaml", text, PositionCache())._compose()
+    whole = positions.FilePositions("f.yaml", text, PositionCache())._compose()
     for doc in reversed(documents):      # one by one, the last first
         start, keys, values = doc._lazy.of(doc.index)
         assert (start, keys, values) == whole[doc.index]
@@ -205,7 +204,7 @@ def test_positions_of_one_document_are_those_of_the_whole_file(text):
 def test_one_document_of_many_is_read_alone(monkeypatch):
     text = "---\n".join(_doc("Allocation", f"  pool: p{i}\n") for i in range(50))
     documents, _ = load_text("running.yaml", text, cache=PositionCache())
-    monkeypatch.setattr(load._Positions, "_compose", lambda self: pytest.fail("read the whole file"))
+    monkeypatch.setattr(positions.FilePositions, "_compose", lambda self: pytest.fail("read the whole file"))
     line = 30 * 6 + 5      # six lines a document, "---" included
     assert documents[30].span(("spec", "pool")) == (line, 9, line, 12)
     assert set(documents[30]._lazy.found) == {30}

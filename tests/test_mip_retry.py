@@ -19,10 +19,15 @@ import pytest
 
 pytest.importorskip("pyscipopt")
 
-from poolc.planner import cpsat, mip, optimal  # noqa: E402
+from poolc.planner import cpsat, mip  # noqa: E402
+from poolc.planner.optimal import SolverSettings, attempts, retries  # noqa: E402
+from poolc.planner.optimal.model import Built  # noqa: E402
+from poolc.planner.optimal.run import Budget, Run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "mip" / "hard_count_tier.pbtxt.gz"
+SETTINGS = SolverSettings()
+LIMITS = {"nodes": SETTINGS.mip_nodes, "lp_iterations": SETTINGS.mip_lp_iterations}   # the planner's
 
 
 def _model() -> cpsat.CpModel:
@@ -32,8 +37,8 @@ def _model() -> cpsat.CpModel:
 
 
 def _quick(model: cpsat.CpModel) -> cpsat.CpSolver:
-    """The planner's quick attempt at a count tier: `COUNT_QUICK` deterministic s."""
-    solver = optimal._solver(optimal.COUNT_QUICK, presolve=True, kind="count")
+    """The planner's quick attempt at a count tier: `count_quick` deterministic s."""
+    solver = attempts.cp_solver(SETTINGS, SETTINGS.count_quick, presolve=True, kind="count")
     solver.solve(model)
     return solver
 
@@ -45,14 +50,14 @@ def test_a_count_tier_cp_sat_cannot_prove_quickly_is_proven_by_the_retry():
     assert status == cpsat.FEASIBLE                                  # found something, proved nothing
     assert quick.best_objective_bound != quick.objective_value
     notes: list[str] = []
-    built = optimal._Built(model, [], [], 0)
-    checked = optimal._mip_retry(built, model, quick, status, optimal._Budget(60.0, 1), notes.append)
+    built = Built(model, [], [], 0)
+    checked = retries.mip_retry(Run(SETTINGS, Budget(60.0, 1)), built, model, quick, status, notes.append)
     assert checked is not None, notes
     assert checked.response_proto.status == cpsat.OPTIMAL             # CP-SAT's check of SCIP's answer
     assert "SCIP: proven" in notes[0]
     assert built.mip_work and built.mip_work[0][1] > 0                # LP iterations were counted
     # the optimum CP-SAT reaches given far longer agrees with the retry's
-    long = optimal._solver(30.0, presolve=True, kind="count")
+    long = attempts.cp_solver(SETTINGS, 30.0, presolve=True, kind="count")
     assert long.solve(model) == cpsat.OPTIMAL
     assert round(checked.objective_value) == round(long.objective_value)
     # minimizing: the quick attempt's answer was no better than the optimum
@@ -62,16 +67,16 @@ def test_a_count_tier_cp_sat_cannot_prove_quickly_is_proven_by_the_retry():
 def test_scip_stops_at_the_same_place_every_time():
     model = _model()
     start = list(_quick(model).response_proto.solution)
-    first = mip.solve(model.proto, start)
-    again = mip.solve(model.proto, start)
+    first = mip.solve(model.proto, start, **LIMITS)
+    again = mip.solve(model.proto, start, **LIMITS)
     assert first == again
     assert first.proven
 
 
 def test_the_lp_iteration_limit_stops_it_after_the_first_lp_without_a_proof():
     model = _model()
-    whole = mip.solve(model.proto, None)
-    found = mip.solve(model.proto, None, lp_iterations=1)
+    whole = mip.solve(model.proto, None, **LIMITS)
+    found = mip.solve(model.proto, None, nodes=SETTINGS.mip_nodes, lp_iterations=1)
     assert whole.proven and not found.proven
     assert found.status == "userinterrupt"
     assert found.lp_iterations < whole.lp_iterations
@@ -79,13 +84,13 @@ def test_the_lp_iteration_limit_stops_it_after_the_first_lp_without_a_proof():
 
 def test_an_answer_breaking_a_row_fails_the_check():
     model = _model()
-    answer = mip.solve(model.proto, list(_quick(model).response_proto.solution))
+    answer = mip.solve(model.proto, list(_quick(model).response_proto.solution), **LIMITS)
     assert answer.values is not None
     broken = list(answer.values)
     top = max(range(len(broken)), key=lambda i: model.proto.variables[i].domain[1])
     broken[top] = int(model.proto.variables[top].domain[1]) + 1        # outside its domain
-    assert optimal._checked(model, broken, set(), optimal._Budget(60.0, 1)) is None
-    assert optimal._checked(model, answer.values, set(), optimal._Budget(60.0, 1)) is not None
+    assert retries.checked(SETTINGS, model, broken, set(), Budget(60.0, 1)) is None
+    assert retries.checked(SETTINGS, model, answer.values, set(), Budget(60.0, 1)) is not None
 
 
 @pytest.mark.slow
@@ -128,8 +133,7 @@ def test_plans_solved_through_the_retry_match_the_brute_force(monkeypatch):
     optimum of every tier, as CP-SAT's do."""
     from test_planner_optimal import check_against_bruteforce, random_contention_problem, random_problem
 
-    monkeypatch.setattr(optimal, "COUNT_QUICK", 0.0)
-    monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
+    settings = SolverSettings(count_quick=0.0, fifo_quick=0.0)
     calls: list[mip.MipAnswer] = []
     solve = mip.solve
 
@@ -141,7 +145,7 @@ def test_plans_solved_through_the_retry_match_the_brute_force(monkeypatch):
     for seed in range(20):
         for problem in (random_problem(seed), random_contention_problem(seed)):
             try:
-                check_against_bruteforce(problem)
+                check_against_bruteforce(problem, settings)
             except AssertionError as exc:
                 raise AssertionError(f"seed {seed}: {exc}") from exc
     assert sum(answer.proven for answer in calls) >= 20       # the retry answered many tiers

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from poolc.domain.eligibility import eligible_policies
-from poolc.domain.plan import to_json
+from poolc.domain.plan import AllocationChanges, to_json
 from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from poolc.plan import plan_paths
 from poolc.planner.explain import FinalState, binding_rule, preempted_message, queued_message, queued_reasons
@@ -230,8 +230,8 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
     assert json.loads(text) == expected
     assert text == json.dumps(expected, indent=2, sort_keys=True) + "\n"
     assert result.plan.inputs_digest.startswith("sha256:") and len(result.plan.inputs_digest) == 71
-    assert result.changes["allocations"] == {"added": ["research--probe", "train--eval", "train--train"],
-                                             "removed": ["sweep-old"], "resized": [], "unchanged": []}
+    assert result.changes.allocations == AllocationChanges(added=("research--probe", "train--eval", "train--train"),
+                                                           removed=("sweep-old",))
     assert result.changed and not result.ok
 
 

@@ -3,6 +3,7 @@ random tiny platforms, and on hand-made scenarios with exact expected plans."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import subprocess
@@ -17,7 +18,7 @@ from sweep import blocks
 from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from poolc.planner.decompose import pool_groups
 from poolc.planner.objective import objective_tiers
-from poolc.planner.optimal import solve
+from poolc.planner.optimal import SolverSettings, solve
 from poolc.planner.solution import Solution
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -145,8 +146,8 @@ def random_contention_problem(seed: int) -> Problem:
     return Problem(tuple(pools), tuple(policies), tuple(requests), tuple(start_ranks(running)))
 
 
-def check_against_bruteforce(p: Problem) -> None:
-    sol = solve(p)
+def check_against_bruteforce(p: Problem, settings: SolverSettings | None = None) -> None:
+    sol = solve(p, settings=settings)
     assert sol.status == "OPTIMAL" and sol.gap == 0.0
     preempted = set(sol.preempted)
     assert bruteforce.violations(p, sol.admitted, preempted) == []
@@ -253,31 +254,31 @@ def assert_same_tiers(p: Problem, seed: int, *, checked: Solution, other: Soluti
 @pytest.mark.parametrize("block", blocks(2))
 def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each count tier is solved on a copy without the admissions and victims it
-    cannot count yet (optimal._restricted); solving every tier on the model itself
+    cannot count yet (hints.restricted); solving every tier on the model itself
     gives the same tier values."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import hints
 
     restricted = [solve(random_crowded_problem(seed)) for seed in range(block * 25, block * 25 + 25)]
 
     def plain(b, floor, vfloor, assignment):  # type: ignore[no-untyped-def]
-        optimal._hint(b, assignment)
+        hints.hint(b, assignment)
         return b.model, assignment
 
-    monkeypatch.setattr(optimal, "_restricted", plain)
+    monkeypatch.setattr(hints, "restricted", plain)
     for seed, sol in zip(range(block * 25, block * 25 + 25), restricted, strict=True):
         p = random_crowded_problem(seed)
         assert_same_tiers(p, seed, checked=sol, other=solve(p))
 
 
-def agree_with(before: list[Solution], contention: int) -> None:
-    """The crowded problems solved now get every tier of ``before`` (solved as
-    they were, seed by seed), and the first ``contention`` contention problems
-    the brute force's plan."""
+def agree_with(before: list[Solution], contention: int, settings: SolverSettings) -> None:
+    """The crowded problems solved now with ``settings`` get every tier of
+    ``before`` (solved by default, seed by seed), and the first ``contention``
+    contention problems the brute force's plan."""
     for seed, sol in enumerate(before):
         p = random_crowded_problem(seed)
-        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+        assert_same_tiers(p, seed, checked=solve(p, settings=settings), other=sol)
     for seed in range(contention):
-        check_against_bruteforce(random_contention_problem(seed))
+        check_against_bruteforce(random_contention_problem(seed), settings)
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
@@ -297,29 +298,27 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
 
 def test_a_fold_not_proven_quickly_is_retried_with_presolve(monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-rank tier is solved with pool preference folded in for at most
-    FOLD_QUICK deterministic seconds without presolve, then once more with it; with
+    fold_quick deterministic seconds without presolve, then once more with it; with
     no time for the first attempt at all, every tier still gets the value of the
     quick folded solve and of the brute force, and the retry is what solved it."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import attempts
 
     folded = [solve(random_crowded_problem(seed)) for seed in range(30)]
-    monkeypatch.setattr(optimal, "FOLD_QUICK", 0.0)
-    retried = count_calls(monkeypatch, optimal, "_solve_again", lambda *_, kind, presolve, **__: kind == "rank"
+    retried = count_calls(monkeypatch, attempts, "solve_again", lambda *_, kind, presolve, **__: kind == "rank"
                           and presolve)
-    agree_with(folded, contention=60)
+    agree_with(folded, contention=60, settings=SolverSettings(fold_quick=0.0))
     assert retried[0] >= 30
 
 
 def test_the_polished_start_rank_hint_keeps_every_tier(monkeypatch: pytest.MonkeyPatch) -> None:
     """The start-rank fold of a large part is hinted with its own objective solved
-    with the admissions fixed (optimal._polished); on every part (POLISH_FROM 0)
+    with the admissions fixed (loop.polished); on every part (polish_from 0)
     the tiers are those of the plain hint and of the brute force."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import loop
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(30)]
-    monkeypatch.setattr(optimal, "POLISH_FROM", 0)
-    polished = count_calls(monkeypatch, optimal, "_polished")
-    agree_with(plain, contention=60)
+    polished = count_calls(monkeypatch, loop, "polished")
+    agree_with(plain, contention=60, settings=SolverSettings(polish_from=0))
     assert polished[0] >= 30
 
 
@@ -328,20 +327,19 @@ def test_the_fifo_attempts_pool_their_best_answer_and_tightest_bound(monkeypatch
     through all three attempts; what they found together (the best answer of any,
     the tightest bound of any) still gives every tier the brute force's value, and
     a FIFO tier is reported proven only when that answer meets that bound."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import attempts
 
-    monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
-    monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)
+    settings = SolverSettings(fifo_quick=0.0, fifo_plain=0.0)
     pooled: list[tuple[int | None, int | None]] = []
-    real = optimal._Attempts.best
+    real = attempts.Attempts.best
 
     def recorded(self, last):  # type: ignore[no-untyped-def]
         pooled.append((self.value, self.bound))
         return real(self, last)
 
-    monkeypatch.setattr(optimal._Attempts, "best", recorded)
+    monkeypatch.setattr(attempts.Attempts, "best", recorded)
     for seed in range(60):
-        check_against_bruteforce(random_contention_problem(seed))
+        check_against_bruteforce(random_contention_problem(seed), settings)
     assert len(pooled) >= 30
     assert all(value is not None and bound is not None and value <= bound for value, bound in pooled)
 
@@ -349,10 +347,10 @@ def test_the_fifo_attempts_pool_their_best_answer_and_tightest_bound(monkeypatch
 def count_folds(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts, while the test runs, the count-tier pairs folded into one solve
     ("folded"), and the restricted copies solved ("copies")."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import folds, hints
 
     seen = {"folded": 0, "copies": 0}
-    folded, restricted = optimal._folded, optimal._restricted
+    folded, restricted = folds.folded, hints.restricted
 
     def folding(expr, tier, after, weight):  # type: ignore[no-untyped-def]
         seen["folded"] += not tier.maximize and after.maximize
@@ -362,30 +360,27 @@ def count_folds(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         seen["copies"] += 1
         return restricted(*args)
 
-    monkeypatch.setattr(optimal, "_folded", folding)
-    monkeypatch.setattr(optimal, "_restricted", copying)
+    monkeypatch.setattr(folds, "folded", folding)
+    monkeypatch.setattr(hints, "restricted", copying)
     return seen
 
 
 @pytest.mark.parametrize("block", blocks(2))
 def test_folded_count_tiers_agree_with_the_tiers_apart(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each "preempted at v" tier is solved with the "admitted at p" tier after it
-    folded in (optimal._fold_count), on the second one's looser restricted copy;
+    folded in (folds.fold_count), on the second one's looser restricted copy;
     solving every count tier apart gives the same tier values, the brute force
     agrees on tiny platforms, and the folds are proven (one restricted copy per
     pair instead of two: fewer copies than count tiers solved apart)."""
-    from poolc.planner import optimal
-
     seeds, tiny = range(block * 25, block * 25 + 25), range(block * 40, block * 40 + 40)
     seen = count_folds(monkeypatch)
-    monkeypatch.setattr(optimal, "FOLD_COUNTS", False)
-    apart = [solve(random_crowded_problem(seed)) for seed in seeds]
+    apart_settings = SolverSettings(fold_counts=False)
+    apart = [solve(random_crowded_problem(seed), settings=apart_settings) for seed in seeds]
     seen.update(copies=0)
     for seed in tiny:
-        solve(random_contention_problem(seed))
+        solve(random_contention_problem(seed), settings=apart_settings)
     assert seen["folded"] == 0
     copies_apart = seen["copies"]
-    monkeypatch.setattr(optimal, "FOLD_COUNTS", True)
     for seed, sol in zip(seeds, apart, strict=True):
         p = random_crowded_problem(seed)
         assert_same_tiers(p, seed, checked=solve(p), other=sol)
@@ -401,43 +396,38 @@ def test_folded_count_tiers_agree_with_the_tiers_apart(block: int, monkeypatch: 
 
 
 def test_a_count_fold_not_proven_quickly_falls_back_to_the_tiers_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no time for a folded pair of count tiers (COUNT_FOLD_QUICK = 0), the
+    """With no time for a folded pair of count tiers (count_fold_quick = 0), the
     first tier is solved alone on the pair's copy, hinted with what the fold found,
     and the second on its own copy: the tier values are those of the proven folds
     and of the brute force, and as many copies are solved as with no fold at all."""
-    from poolc.planner import optimal
-
     folded = [solve(random_crowded_problem(seed)) for seed in range(25)]
     seen = count_folds(monkeypatch)
-    monkeypatch.setattr(optimal, "FOLD_COUNTS", False)
     for seed in range(40):
-        solve(random_contention_problem(seed))
+        solve(random_contention_problem(seed), settings=SolverSettings(fold_counts=False))
     copies_apart = seen["copies"]
-    monkeypatch.setattr(optimal, "FOLD_COUNTS", True)
-    monkeypatch.setattr(optimal, "COUNT_FOLD_QUICK", 0.0)
+    settings = SolverSettings(count_fold_quick=0.0)
     seen.update(copies=0)
     for seed in range(40):
-        check_against_bruteforce(random_contention_problem(seed))
+        check_against_bruteforce(random_contention_problem(seed), settings)
     assert seen["folded"] > 10 and seen["copies"] == copies_apart
     for seed, sol in enumerate(folded):
         p = random_crowded_problem(seed)
-        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+        assert_same_tiers(p, seed, checked=solve(p, settings=settings), other=sol)
 
 
 def test_budget_left_reopens_the_tiers_not_proven(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no share at all for any tier (nothing is solved on the way), what is
     left of the budget goes to the first tier not proven, again and again
-    (optimal._reopen): every tier still gets the value of the plain solve and of
+    (reopening.reopen): every tier still gets the value of the plain solve and of
     the brute force, proven, and the plan keeps every hard rule."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import reopening, run
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(20)]
-    monkeypatch.setattr(optimal._Budget, "share", lambda self: 0.0)
-    reopened = count_calls(monkeypatch, optimal, "_reopen")
-    agree_with(plain, contention=40)
+    monkeypatch.setattr(run.Budget, "share", lambda self: 0.0)
+    reopened = count_calls(monkeypatch, reopening, "reopen")
+    agree_with(plain, contention=40, settings=SolverSettings())
     assert reopened[0] >= 20
-    monkeypatch.setattr(optimal, "REOPEN", False)
-    assert solve(random_crowded_problem(0)).status == "FEASIBLE"
+    assert solve(random_crowded_problem(0), settings=SolverSettings(reopen=False)).status == "FEASIBLE"
 
 
 FIRST, SECOND = [(0, 1), (1, 2)], [(1, 1), (2, 3)]      # (variable, coefficient) of two tiers on x0, x1, x2
@@ -459,27 +449,29 @@ def lexicographic_optimum(ub: list[int], cx: list[int], cap: int, least: int, fi
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_folded_objective_is_lexicographic_and_bounds_the_first_tier(seed: int) -> None:
-    """optimal._folded on a small model, both tiers in both directions: the folded
+    """folds.folded on a small model, both tiers in both directions: the folded
     optimum is the lexicographic one (found by enumeration), and the solver's
     bound of it, divided by the weight, is the first tier's optimum."""
-    from poolc.planner import optimal
+    from poolc.planner import cpsat
+    from poolc.planner.optimal import attempts, folds
+    from poolc.planner.optimal import model as built
 
     rng = random.Random(seed)
     for first_max in (False, True):
         for second_max in (False, True):
             ub, cx = [rng.randint(1, 4) for _ in range(3)], [rng.randint(1, 3) for _ in range(3)]
             cap, least = rng.randint(3, 9), rng.randint(0, 1)          # x0 = 1 is always feasible
-            model = optimal.cp_model.CpModel()
+            model = cpsat.CpModel()
             xs = [model.new_int_var(0, u, f"x{i}") for i, u in enumerate(ub)]
-            model.add(optimal._linear(list(zip(xs, cx, strict=True))) <= cap)
+            model.add(built.linear(list(zip(xs, cx, strict=True))) <= cap)
             model.add(xs[0] + xs[1] >= least)
-            first = optimal._Tier("a", first_max, [(xs[i], c) for i, c in FIRST], lambda vals: 0, 0)
-            second = optimal._Tier("b", second_max, [(xs[i], c) for i, c in SECOND], lambda vals: 0, 0)
-            weight = optimal._most(second.terms) + 1
+            first = built.Tier("a", first_max, [(xs[i], c) for i, c in FIRST], lambda vals: 0, 0)
+            second = built.Tier("b", second_max, [(xs[i], c) for i, c in SECOND], lambda vals: 0, 0)
+            weight = built.most(second.terms) + 1
             (model.maximize if first_max else model.minimize)(
-                optimal._folded(optimal._linear(first.terms), first, second, weight))
-            solver = optimal._solver(10.0, presolve=True, kind="count")
-            assert solver.solve(model) == optimal.cp_model.OPTIMAL
+                folds.folded(built.linear(first.terms), first, second, weight))
+            solver = attempts.cp_solver(SolverSettings(), 10.0, presolve=True, kind="count")
+            assert solver.solve(model) == cpsat.OPTIMAL
             got = tuple(solver.value(x) for x in xs)
             want = lexicographic_optimum(ub, cx, cap, least, first_max, second_max)
             assert (sum(c * got[i] for i, c in FIRST), sum(c * got[i] for i, c in SECOND)) == want
@@ -488,32 +480,31 @@ def test_a_folded_objective_is_lexicographic_and_bounds_the_first_tier(seed: int
 
 @pytest.mark.parametrize("block", blocks(4))
 def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The request dominance rows (optimal._request_dominance) are normally added
+    """The request dominance rows (dominance.request_dominance) are normally added
     only when the FIFO tier is not proven quickly, and dropped after it; here they
     are in the model from the first tier to the last, and every tier still gets
     the brute force's value (tiny platforms) or the plain model's (crowded ones,
     where many classes of one requester dominate each other)."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import dominance
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(block * 15, block * 15 + 15)]
-    monkeypatch.setattr(optimal, "REQUEST_DOMINANCE", "all")
-    monkeypatch.setattr(optimal, "DROP_CUTS", False)
+    settings = SolverSettings(request_dominance="all", drop_cuts=False)
     rows = 0
-    real = optimal._request_dominance
+    real = dominance.request_dominance
 
     def counted(b):  # type: ignore[no-untyped-def]
         nonlocal rows
         real(b)
         rows += len(b.cut_rows)
 
-    monkeypatch.setattr(optimal, "_request_dominance", counted)
+    monkeypatch.setattr(dominance, "request_dominance", counted)
     for seed, sol in zip(range(block * 15, block * 15 + 15), plain, strict=True):
         p = random_crowded_problem(seed)
-        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+        assert_same_tiers(p, seed, checked=solve(p, settings=settings), other=sol)
     for seed in range(block * 80, block * 80 + 80):
         try:
-            check_against_bruteforce(random_problem(seed))
-            check_against_bruteforce(random_contention_problem(seed))
+            check_against_bruteforce(random_problem(seed), settings)
+            check_against_bruteforce(random_contention_problem(seed), settings)
         except AssertionError as exc:
             raise AssertionError(f"seed {seed}: {exc}") from exc
     assert rows > 0
@@ -525,26 +516,26 @@ def test_dropped_dominance_rows_take_their_literals_definitions_with_them(monkey
     tier's relaxation. With the rows in from the first tier, every tier still gets
     the plain model's value and the plan keeps every hard rule, and after the solve
     no cleared row is left with a term or an enforcement literal."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import loop
 
     plain = [solve(random_crowded_problem(seed)) for seed in range(30)]
-    monkeypatch.setattr(optimal, "REQUEST_DOMINANCE", "all")
+    settings = SolverSettings(request_dominance="all")
     cleared = 0
-    real = optimal._solve_part
+    real = loop.solve_part
 
-    def inspected(b, *args):  # type: ignore[no-untyped-def]
+    def inspected(run, b, *args):  # type: ignore[no-untyped-def]
         nonlocal cleared
-        out = real(b, *args)
+        out = real(run, b, *args)
         for row in b.cut_rows + b.link_rows:
             ct = b.model.proto.constraints[row]
             assert not ct.has_linear() and len(ct.enforcement_literal) == 0
         cleared += len(b.link_rows)
         return out
 
-    monkeypatch.setattr(optimal, "_solve_part", inspected)
+    monkeypatch.setattr(loop, "solve_part", inspected)
     for seed, sol in enumerate(plain):
         p = random_crowded_problem(seed)
-        assert_same_tiers(p, seed, checked=solve(p), other=sol)
+        assert_same_tiers(p, seed, checked=solve(p, settings=settings), other=sol)
     assert cleared > 0
 
 
@@ -824,51 +815,48 @@ def test_an_answer_from_before_the_dominance_rows_gets_their_literals_from_its_c
     kept is the one before the rows: its solution has no values for their literals
     (CP-SAT reads them out of range, and the next hint was invalid: a 50,000-request
     plan ended in an internal error). The answer derives them from the counts."""
-    from poolc.planner import optimal
+    from poolc.planner import cpsat
+    from poolc.planner.optimal import attempts, dominance, hints, parts
+    from poolc.planner.optimal.model import linear
 
+    settings = SolverSettings()
     for seed in range(40):
         p = random_crowded_problem(seed)
-        classes = optimal._request_classes(p)
-        victims = optimal._victim_classes(p, optimal.borrowed_parts(p))
-        layout = optimal._layout(p, classes, victims)
-        pools, c, v = optimal._parts(p, classes, victims)[0]
-        b = optimal._build(p, c, v, layout, pools)
-        b.model.maximize(optimal._linear([(x, 1) for x in b.n.values()]))
-        solver = optimal._solver(5.0, presolve=True, kind="count")
-        assert solver.solve(b.model) == optimal.cp_model.OPTIMAL
-        optimal._request_dominance(b)
+        _, b = parts.models(p, settings)[1][0]
+        b.model.maximize(linear([(x, 1) for x in b.n.values()]))
+        solver = attempts.cp_solver(settings, 5.0, presolve=True, kind="count")
+        assert solver.solve(b.model) == cpsat.OPTIMAL
+        dominance.request_dominance(b)
         if not b.used:
             continue
-        answer = optimal._answer(b, solver)
+        answer = hints.answer(b, solver)
         for (ci, pi), u in b.used.items():
             assert answer[u.index] == int(answer[b.n[ci, pi].index] >= 1)
         for (ci, k), a in b.atleast.items():
             admitted = sum(answer[b.n[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
             assert answer[a.index] == int(admitted >= k + 1)
-        optimal._hint(b, answer)
-        again = optimal._solver(5.0, presolve=True, kind="count")
-        assert again.solve(b.model) == optimal.cp_model.OPTIMAL      # a valid hint, a valid model
+        hints.hint(b, answer)
+        again = attempts.cp_solver(settings, 5.0, presolve=True, kind="count")
+        assert again.solve(b.model) == cpsat.OPTIMAL      # a valid hint, a valid model
         return
     pytest.fail("no crowded platform with request dominance rows")
 
 
 def test_a_large_part_gives_the_fifo_retry_longer_before_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no time for the first FIFO attempt, a small part's presolve retry gets
-    FIFO_PLAIN (here none, so the request dominance rows are added), a large part's
-    FIFO_PLAIN_LARGE (here the whole share, so they never are); either way every
+    fifo_plain (here none, so the request dominance rows are added), a large part's
+    fifo_plain_large (here the whole share, so they never are); either way every
     tier is the brute force's."""
-    from poolc.planner import optimal
+    from poolc.planner.optimal import dominance
 
-    monkeypatch.setattr(optimal, "MIP_RETRY", False)     # CP-SAT's attempts alone: SCIP would prove FIFO first
-    monkeypatch.setattr(optimal, "FIFO_QUICK", 0.0)
-    monkeypatch.setattr(optimal, "FIFO_PLAIN", 0.0)
-    monkeypatch.setattr(optimal, "FIFO_PLAIN_LARGE", 1e9)
-    rows = count_calls(monkeypatch, optimal, "_request_dominance")
+    # CP-SAT's attempts alone (no MIP retry): SCIP would prove FIFO first
+    small_part = SolverSettings(mip_retry=False, fifo_quick=0.0, fifo_plain=0.0, fifo_plain_large=1e9)
+    rows = count_calls(monkeypatch, dominance, "request_dominance")
     for seed in range(30):
-        check_against_bruteforce(random_contention_problem(seed))
+        check_against_bruteforce(random_contention_problem(seed), small_part)
     small = rows[0]
-    monkeypatch.setattr(optimal, "FIFO_PLAIN_FROM", 0)
+    large_part = dataclasses.replace(small_part, fifo_plain_from=0)
     for seed in range(30):
-        check_against_bruteforce(random_contention_problem(seed))
+        check_against_bruteforce(random_contention_problem(seed), large_part)
     assert small >= 10
     assert rows[0] == small

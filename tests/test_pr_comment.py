@@ -341,4 +341,4 @@ def test_a_base_of_another_state_or_format_version_is_an_error_that_says_so(chan
                                      "version 1: plan the base branch with the same poolc as this one")
     (change / "broken.json").write_text('{"format_version": 1}', encoding="utf-8")
     result = _plan("head", "--base", "broken.json")
-    assert result.exit_code == 1 and "the base plan broken.json: not a poolc plan file" in result.stderr
+    assert result.exit_code == 1 and "the base plan broken.json:1:1: not a poolc plan file" in result.stderr

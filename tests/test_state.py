@@ -14,6 +14,7 @@ import pytest
 from test_plan_output import FILES, decided, greedy, write_platform
 
 from poolc.domain.naming import allocation_name
+from poolc.domain.plan import AllocationChanges
 from poolc.lock import StateLockError, state_lock
 from poolc.model import Allocation
 from poolc.plan import plan_paths
@@ -78,12 +79,12 @@ def test_planning_again_after_apply_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path, files))
     path = str(tmp_path / "poolc.state.json")
     first = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T03:00:00Z")
-    assert first.changes["allocations"]["added"] == ["research--probe", "train--eval", "train--train"]
+    assert first.changes.allocations.added == ("research--probe", "train--eval", "train--train")
     Path(path).write_text(first.state_text, encoding="utf-8")
     second = plan_paths(["."], strategy=greedy, state_file=path, now="2026-11-23T04:00:00Z")
-    assert second.changes["allocations"] == {"added": [], "removed": [], "resized": [],
-                                             "unchanged": ["research--probe", "train--eval", "train--train"]}
-    assert second.changes["files"] == [] and second.changes["state"] is None
+    assert second.changes.allocations == AllocationChanges(
+        unchanged=("research--probe", "train--eval", "train--train"))
+    assert second.changes.files == () and second.changes.state is None
     assert not second.changed
     assert new_state(second)["allocations"] == new_state(first)["allocations"]
     assert [r.id for r in second.problem.requests] == ["adhoc/notebook", "train/huge", "train/fixed"]
@@ -130,7 +131,7 @@ def test_running_step_preempted_is_queued_again(tmp_path, monkeypatch):
     probe_step = next(r for r in result.plan.requests if r.id == "research/probe")
     assert probe_step.status == "queued" and probe_step.running == "research--probe"
     assert probe_step.message.startswith("its running allocation research--probe is preempted for train/train")
-    assert "research--probe" in result.changes["allocations"]["removed"]
+    assert "research--probe" in result.changes.allocations.removed
 
 
 def test_state_of_a_plan_keeps_unpreempted_allocations(tmp_path, monkeypatch):
@@ -188,6 +189,38 @@ def test_wrong_shapes_are_diagnostics(tmp_path, text, rule):
     path = tmp_path / "s.json"
     path.write_bytes(text.encode("latin-1") if text == "\xff" else text.encode("utf-8"))
     assert [x.rule for x in read_state(str(path)).diagnostics] == [rule]
+
+
+@pytest.mark.parametrize("field, value, bad, message", [
+    ("files", {"a.yaml": "sha256:0", "b.yaml": 7}, "7", 'files must map relative paths to "sha256:..." strings'),
+    ("finished", {"p.a": "sha256:0", "p.b": None}, "null", "finished must map step ids to input digests"),
+    ("preempted", ["x", ["y"]], '[\n', "preempted must be a list of allocation names"),
+    ("inputs_digest", 3, "3", "inputs_digest must be a string"),
+    ("output_dir", "", '""', "output_dir must be a path"),
+])
+def test_a_wrong_entry_is_reported_at_the_entry(tmp_path, field, value, bad, message):
+    """The state's model points at the offending entry itself, as a YAML file's
+    diagnostics do; the rest of the state is still read."""
+    path = tmp_path / "s.json"
+    path.write_text(dump_state({"format_version": 1, "inputs_digest": "sha256:x", "files": {},
+                                "allocations": [alloc("good").model_dump(mode="json", exclude_none=True)],
+                                field: value}), encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    state = read_state(str(path))
+    [problem] = state.diagnostics
+    assert (problem.rule, problem.message) == ("S003", message)
+    assert lines[problem.line - 1][problem.column - 1:].startswith(bad)
+    assert [a.metadata.name for a in state.allocations] == ["good"]
+
+
+def test_every_wrong_field_is_reported_once_each(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text('{\n  "format_version": 1,\n  "inputs_digest": [1],\n  "files": 3,\n  "preempted": {},\n'
+                    '  "finished": "x",\n  "output_dir": [],\n  "extra": 2\n}\n', encoding="utf-8")
+    found = sorted((x.rule, x.message.split(" ")[0], x.line) for x in read_state(str(path)).diagnostics)
+    assert found == [("S001", "unknown", 8), ("S003", "files", 4), ("S003", "finished", 6),
+                     ("S003", "inputs_digest", 3), ("S003", "output_dir", 7), ("S003", "preempted", 5)]
 
 
 def test_plan_with_a_broken_state_reports_it(tmp_path, monkeypatch):

@@ -323,6 +323,29 @@ def test_a_malformed_plan_is_refused_by_show_and_apply_alike(saved_plan, change,
     assert applied.exit_code == 1 and says in applied.stderr
 
 
+@pytest.mark.parametrize("change, bad", [
+    (lambda p: p["requests"][1].update(status="running"), '"running"'),
+    (lambda p: p["pools"][0]["capacity"].update(gpu="8"), '"8"'),
+    (lambda p: p.update(format_version=2), "2"),
+    (lambda p: p["solver"].pop("status"), '"solver"'),      # a missing field: at its parent's key
+])
+def test_a_malformed_plan_file_is_refused_at_its_line_and_column(saved_plan, change, bad):
+    """Like a YAML file's diagnostics: show, apply --plan and plan --base name the plan
+    file's line and column of what is wrong."""
+    change(saved_plan)
+    text = json.dumps(saved_plan, indent=2, sort_keys=True)
+    [shown] = _show(None, "text", raw=text)
+    applied = cli("apply", "examples", "--output-dir", "deploy", "--plan", "bad.json")
+    based = cli("plan", "examples", "--base", "bad.json")
+    where = re.search(r"bad\.json:(\d+):(\d+): not a poolc plan file", shown.stderr)
+    assert where, shown.stderr
+    line, column = int(where[1]), int(where[2])
+    assert text.splitlines()[line - 1][column - 1:].startswith(bad)
+    assert f"bad.json:{line}:{column}: not a poolc plan file" in applied.stderr
+    assert f"the base plan bad.json:{line}:{column}: not a poolc plan file" in based.stderr or \
+        "has plan format version 2" in based.stderr
+
+
 @pytest.mark.parametrize("literal", ["1" + "0" * 400, "1e400", "NaN", "-Infinity"])
 def test_a_gap_that_is_no_finite_number_is_refused(saved_plan, literal):
     text = json.dumps(saved_plan).replace('"gap": ', f'"gap": {literal}, "was": ', 1)

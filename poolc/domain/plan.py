@@ -173,6 +173,43 @@ class FileChange:
 
 
 @dataclass(frozen=True)
+class AllocationChanges:
+    """Running allocations the plan starts (``added``), stops (``removed``), restarts
+    because their step's request changed (``resized``) and keeps (``unchanged``): names, sorted."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    resized: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"added": list(self.added), "removed": list(self.removed), "resized": list(self.resized),
+                "unchanged": list(self.unchanged)}
+
+
+@dataclass(frozen=True)
+class PlanChanges:
+    """What applying the plan changes against the state: allocations, generated files
+    (sorted by path) and the state file (``create``, ``update`` or None: unchanged).
+    ``extra``: keys a newer poolc wrote into a saved plan's section, kept as they are."""
+
+    allocations: AllocationChanges = AllocationChanges()
+    files: tuple[FileChange, ...] = ()
+    state: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def any(self) -> bool:
+        """Anything changes: an allocation starts, stops or is resized, a file or the state."""
+        a = self.allocations
+        return bool(a.added or a.removed or a.resized or self.files or self.state)
+
+    def as_dict(self) -> dict:
+        return {**self.extra, "allocations": self.allocations.as_dict(),
+                "files": [x.as_dict() for x in self.files], "state": self.state}
+
+
+@dataclass(frozen=True)
 class RuntimeDifference:
     """A request or running allocation for which the cluster will do otherwise."""
 
@@ -217,11 +254,7 @@ class Plan:
     pools: tuple[PoolUsage, ...]              # sorted by name
     diagnostics: tuple[Diagnostic, ...]
     solver: SolverInfo
-    # What the plan changes against what runs (allocation names added / removed /
-    # unchanged), set by poolc.plan.
-    # What the plan changes: {"allocations": {added, removed, resized, unchanged},
-    # "files": [{path, action}], "state": create | update | null}.
-    changes: dict[str, Any] | None = None
+    changes: PlanChanges | None = None        # what applying it changes; None when the state was unreadable
     runtime: Runtime | None = None
     finished: tuple[str, ...] = ()            # steps released as finished, not requested again
     inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
@@ -262,7 +295,7 @@ class Plan:
             "diagnostics": [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule,
                              "severity": x.severity, "message": x.message} for x in self.diagnostics],
             "solver": self.solver.as_dict(),
-            **({"changes": self.changes} if self.changes is not None else {}),
+            **({"changes": self.changes.as_dict()} if self.changes is not None else {}),
             **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
             **({"finished": list(self.finished)} if self.finished else {}),
             **({"external": [x.as_dict() for x in self.external]} if self.external else {}),

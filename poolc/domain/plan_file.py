@@ -6,7 +6,8 @@ copy), so every field is checked before a renderer sees it: the types, the
 closed vocabularies (status, action, strategy, tier kind), integers within
 ±10^18 (a huge ``used`` would overflow the comment's bars), a finite ``gap``, a
 ``changes`` section of the shape `poolc plan` writes. What is wrong is one
-PlanFormatError naming the field (``requests[3].demand.gpu``), never a crash.
+PlanFormatError naming the field (``requests[3].demand.gpu``), never a crash;
+read from its text, a ``PlanFileError`` that also knows the line and column.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..jsonpos import JsonScan
 from .plan import (
     STRATEGIES,
     TIER_KINDS,
+    AllocationChanges,
     External,
+    FileChange,
     Plan,
+    PlanChanges,
     PlanFormatError,
     PlannedRequest,
     PolicyUsage,
@@ -239,43 +244,69 @@ def _sentence(error: Any) -> str:
     return f"{where}: {key}: {error['msg']}"
 
 
+class PlanFileError(PlanFormatError):
+    """What is wrong with a plan file's text, and where: 1-based line and column."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.line, self.column = line, column
+
+
+def problem(file: str, exc: PlanFormatError) -> str:
+    """``plan.json:12:7: not a poolc plan file: ...``, like a YAML file's diagnostics
+    (``plan.json: ...`` when the error knows no position)."""
+    if isinstance(exc, PlanFileError):
+        return f"{file}:{exc.line}:{exc.column}: {exc}"
+    return f"{file}: {exc}"
+
+
+def _at(text: str | None, loc: tuple[str | int, ...], message: str) -> PlanFormatError:
+    """The error, placed at ``loc`` in ``text`` when the text is known (scanned only now:
+    a valid plan file, 40 MB at 50,000 requests, is never scanned)."""
+    if text is None:
+        return PlanFormatError(message)
+    line, column = JsonScan(text).span(loc)[:2]
+    return PlanFileError(message, line, column)
+
+
 def _bounded_int(digits: str) -> int:
     if len(digits.lstrip("-")) > 30:
         raise ValueError("an integer of more than 30 digits")
     return int(digits)
 
 
-def read_plan(data: str | Any) -> Plan:
-    """The Plan in a plan file's text (or its parsed JSON); PlanFormatError says what
-    is wrong with anything else."""
+def read_plan(data: str | Any, text: str | None = None) -> Plan:
+    """The Plan in a plan file's text (or its parsed JSON, and the ``text`` it was parsed
+    from when known, for positions); PlanFormatError says what is wrong with anything else."""
     if isinstance(data, str):
+        text = data.removeprefix("\ufeff")
         try:
-            data = json.loads(data.removeprefix("\ufeff"), parse_int=_bounded_int)
+            data = json.loads(text, parse_int=_bounded_int)
         except json.JSONDecodeError as exc:
-            raise PlanFormatError(f"not a plan file: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+            raise PlanFileError(f"not a plan file: {exc.msg}", exc.lineno, exc.colno) from None
         except (RecursionError, ValueError) as exc:
             raise PlanFormatError(f"not a plan file: {exc}") from None
     if not isinstance(data, dict):
-        raise PlanFormatError("not a poolc plan file (a JSON object, as `poolc plan --out` writes it)")
+        raise _at(text, (), "not a poolc plan file (a JSON object, as `poolc plan --out` writes it)")
     version = data.get("format_version")
     if version != FORMAT_VERSION or isinstance(version, bool):
         shown = repr(version) if len(repr(version)) < 40 else repr(version)[:40] + "…"
-        raise PlanFormatError(f"not a poolc plan file: format_version {shown} is not {FORMAT_VERSION}, "
-                              "the version this poolc reads")
+        raise _at(text, ("format_version",), f"not a poolc plan file: format_version {shown} is not "
+                  f"{FORMAT_VERSION}, the version this poolc reads")
     try:
         model = PlanModel.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         more = f" (and {len(errors) - _SHOWN_ERRORS} more)" if len(errors) > _SHOWN_ERRORS else ""
-        raise PlanFormatError("not a poolc plan file: " + "; ".join(_sentence(e) for e in errors[:_SHOWN_ERRORS])
-                              + more) from None
+        raise _at(text, tuple(errors[0]["loc"]), "not a poolc plan file: " + "; ".join(
+            _sentence(e) for e in errors[:_SHOWN_ERRORS]) + more) from None
     base = None
     if "base" in data:   # `plan --base`'s comparison, read by its own module
         from . import change
 
         base = change.from_dict(data["base"])
         if base is None:
-            raise PlanFormatError("not a poolc plan file: 'base' is not the comparison `plan --base` writes")
+            raise _at(text, ("base",), "not a poolc plan file: 'base' is not the comparison `plan --base` writes")
     return dataclasses.replace(_plan(model, data), teams=dict(model.teams), base=base)
 
 
@@ -297,11 +328,18 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
         diagnostics=tuple(_diagnostic(x) for x in model.diagnostics),
         solver=SolverInfo(solver.strategy, solver.status, tuple(solver.objective), solver.gap,
                           tuple(Tier(t.kind, t.priority, t.bound) for t in solver.tiers)),
-        # the section as written (its known parts checked above): a newer poolc's extra keys stay
-        changes=data["changes"] if model.changes is not None else None,
+        changes=_changes(model.changes, data["changes"]) if model.changes is not None else None,
         runtime=runtime, finished=tuple(model.finished),
         external=tuple(External(x.name, x.policy, x.pool, dict(x.holds)) for x in model.external),
         inputs=dict(model.inputs) if model.inputs is not None else None)
+
+
+def _changes(model: ChangesModel, data: dict[str, Any]) -> PlanChanges:
+    """The typed section; keys a newer poolc added stay as written (``extra``)."""
+    a = model.allocations
+    return PlanChanges(AllocationChanges(tuple(a.added), tuple(a.removed), tuple(a.resized), tuple(a.unchanged)),
+                       tuple(FileChange(f.path, f.action) for f in model.files), model.state,
+                       {k: v for k, v in data.items() if k not in ChangesModel.model_fields})
 
 
 def _diagnostic(x: DiagnosticModel) -> Any:

@@ -2,12 +2,12 @@
 
 Why: ``ortools.sat.python.cp_model`` imports numpy and pandas when it is imported
 (for its pandas-indexed helpers, which the planner never calls), and the C++
-model class under it imports numpy when a model is made: about 0.5 CPU s
-together, a quarter of what a 1,000-request ``poolc plan`` may take. Recent
+model class under it imports numpy when a model is made: together a large
+share of a small ``poolc plan`` (docs/solver.md, "Start-up: cpsat.py"). Recent
 ortools releases expose the model proto, variables and linear expressions in
 C++ (``cp_model_helper``); this module writes the few kinds of constraint the
 planner adds straight into that proto, with cp_model's names and signatures, so
-``optimal.py`` reads as ordinary CP-SAT code. The protos are the ones
+the optimal package (``planner/optimal/``) reads as ordinary CP-SAT code. The protos are the ones
 ``cp_model`` writes (``tests/test_cpsat.py`` compares them on the planner's own
 models, and the answers), so the plans are the same.
 

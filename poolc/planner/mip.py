@@ -18,7 +18,7 @@ What keeps the plan exact and reproducible:
   node limit and an LP-iteration limit (checked after every LP solve), never a
   clock: the same model stops at the same place on every run and machine.
 * The answer is only a candidate: the caller has CP-SAT check it against every
-  row of its own model before using it (`optimal._mip_retry`).
+  row of its own model before using it (`optimal/retries.py`, `mip_retry`).
 
 pyscipopt is imported here only, and this module only when a retry is needed,
 so `poolc validate` never loads it (tests/test_validate.py checks that no solver
@@ -33,8 +33,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-NODES = 1_000               # branch-and-bound nodes SCIP may open
-LP_ITERATIONS = 200_000     # simplex iterations over the whole solve (checked after each LP)
 _EXACT = 2**53              # larger coefficients or bounds are not exact in SCIP's doubles
 _INFINITE = 2**62           # CP-SAT's open bounds are near +-2**63
 
@@ -90,10 +88,12 @@ def translatable(proto: Any, skip: Collection[int] = ()) -> bool:
 
 
 def solve(proto: Any, start: Sequence[int] | None, *, skip: Collection[int] = (),
-          nodes: int = NODES, lp_iterations: int = LP_ITERATIONS) -> MipAnswer:
+          nodes: int, lp_iterations: int) -> MipAnswer:
     """SCIP on the CP-SAT model ``proto`` (rows in ``skip`` left out), from ``start``
-    (a value per variable), within ``nodes`` and ``lp_iterations``. The caller
-    checks `translatable` first."""
+    (a value per variable), within ``nodes`` branch-and-bound nodes and
+    ``lp_iterations`` simplex iterations over the whole solve (the planner's are
+    `SolverSettings.mip_nodes` and `mip_lp_iterations`). The caller checks
+    `translatable` first."""
     import pyscipopt
 
     scip = pyscipopt.Model("poolc-tier")

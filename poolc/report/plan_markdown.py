@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from .. import escape
 from ..diagnostics import Diagnostic
 from ..domain.change import BaseComparison
-from ..domain.plan import Plan, PlannedRequest
+from ..domain.plan import Plan, PlanChanges, PlannedRequest
 from ..escape import md_code, md_fence, md_html
 from . import plan_view as view
 from .objective import objective_rows, unproven_line
@@ -248,27 +248,24 @@ def _tiers(plan: Plan) -> list[str]:
 def _applying(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
     """What `poolc apply` writes for this plan against the state: allocations that
     start and stop, generated files, minimal diffs folded."""
-    changes = plan.changes or {}
-    allocations = changes.get("allocations", {})
-    files = changes.get("files", [])
-    started = allocations.get("added", [])
-    stopped = allocations.get("removed", [])
-    resized = allocations.get("resized", [])
+    changes = plan.changes or PlanChanges()
+    allocations, files = changes.allocations, changes.files
+    started, stopped, resized = allocations.added, allocations.removed, allocations.resized
     lines = [f"Applying it starts {len(started)}, stops {len(stopped)} and resizes {len(resized)} running "
-             f"step(s) ({len(allocations.get('unchanged', []))} keep running); {len(files)} generated file(s) "
-             f"change; the state: {changes.get('state') or 'unchanged'}.", ""]
+             f"step(s) ({len(allocations.unchanged)} keep running); {len(files)} generated file(s) "
+             f"change; the state: {changes.state or 'unchanged'}.", ""]
     signs = {"create": "+", "update": "~", "delete": "-"}
-    rows = [[signs.get(f["action"], "?"), _code(f["path"]), f["action"]] for f in files]
-    rows += [[sign, _code(view.who(plan, name).name), word] for key, sign, word in
-             (("added", "+", "starts"), ("removed", "-", "stops"), ("resized", "~", "restarts resized"))
-             for name in allocations.get(key, [])]
+    rows = [[signs.get(f.action, "?"), _code(f.path), f.action] for f in files]
+    rows += [[sign, _code(view.who(plan, name).name), word] for names, sign, word in
+             ((started, "+", "starts"), (stopped, "-", "stops"), (resized, "~", "restarts resized"))
+             for name in names]
     if rows:
         lines += _table(["", "what", "change"], rows, "changes", budget)
         lines.append("")
     used = sum(len(x) + 1 for x in lines)
-    blocks = [(f"<details><summary><code>{md_html(item['path'])}</code></summary>\n\n"
-               f"{md_fence(diffs[item['path']].rstrip(), 'diff')}\n</details>\n")
-              for item in files if diffs.get(item["path"])]
+    blocks = [(f"<details><summary><code>{md_html(item.path)}</code></summary>\n\n"
+               f"{md_fence(diffs[item.path].rstrip(), 'diff')}\n</details>\n")
+              for item in files if diffs.get(item.path)]
     if used + sum(len(block) + 1 for block in blocks) > budget:
         used += 200                                          # room for the note
     for shown, block in enumerate(blocks):

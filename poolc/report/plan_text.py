@@ -23,7 +23,7 @@ from rich.text import Text
 
 from .. import escape
 from ..domain.change import BaseComparison
-from ..domain.plan import Plan
+from ..domain.plan import Plan, PlanChanges
 from . import plan_view as view
 from .objective import objective_rows, proofs
 from .quantities import amounts, cell, key_name
@@ -139,11 +139,11 @@ MAX_DIFF_LINES = 40
 MAX_DIFFS = 20
 
 
-def _changes(console: Console, plan: Plan, changes: Mapping, diffs: Mapping[str, str]) -> None:
-    allocations = changes.get("allocations", {})
-    added, removed = allocations.get("added", []), allocations.get("removed", [])
-    resized, unchanged = allocations.get("resized", []), allocations.get("unchanged", [])
-    files = changes.get("files", [])
+def _changes(console: Console, plan: Plan, changes: PlanChanges, diffs: Mapping[str, str]) -> None:
+    allocations = changes.allocations
+    added, removed = allocations.added, allocations.removed
+    resized, unchanged = allocations.resized, allocations.unchanged
+    files = changes.files
     console.print(Text("Changes", style="bold underline"))
     console.print(f"  running steps: {len(added)} start, {len(removed)} stop, {len(resized)} restart resized, "
                   f"{len(unchanged)} keep running")
@@ -153,15 +153,15 @@ def _changes(console: Console, plan: Plan, changes: Mapping, diffs: Mapping[str,
         console.print(Text(f"  - {view.who(plan, name).label()} stops", style="red"))
     for name in resized:
         console.print(Text(f"  ~ {view.who(plan, name).label()} restarts resized", style="yellow"))
-    counts = {action: sum(1 for f in files if f["action"] == action) for action in _FILE_SIGN}
+    counts = {action: sum(1 for f in files if f.action == action) for action in _FILE_SIGN}
     console.print(f"  generated files: {counts['create']} to create, {counts['update']} to update, "
                   f"{counts['delete']} to delete")
     for item in files:
-        sign, style = _FILE_SIGN[item["action"]]
-        console.print(Text(f"  {sign} {item['path']}", style=style))
+        sign, style = _FILE_SIGN[item.action]
+        console.print(Text(f"  {sign} {item.path}", style=style))
     shown = 0
     for item in files:
-        diff = diffs.get(item["path"])
+        diff = diffs.get(item.path)
         if not diff or shown >= MAX_DIFFS:
             continue
         shown += 1
@@ -171,10 +171,10 @@ def _changes(console: Console, plan: Plan, changes: Mapping, diffs: Mapping[str,
             console.print(Text(f"    {line}", style=style))
         if len(lines) > MAX_DIFF_LINES:
             console.print(f"    ... {len(lines) - MAX_DIFF_LINES} more lines")
-    hidden = sum(1 for item in files if diffs.get(item["path"])) - shown
+    hidden = sum(1 for item in files if diffs.get(item.path)) - shown
     if hidden > 0:
         console.print(f"  ... and the diffs of {hidden} more files")
-    state = changes.get("state")
+    state = changes.state
     console.print(f"  state: {'will be ' + ('created' if state == 'create' else 'updated') if state else 'unchanged'}")
     console.print()
 

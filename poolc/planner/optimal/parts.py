@@ -1,0 +1,110 @@
+"""`solve`: the optimal strategy from a Problem to a Solution, part by part.
+
+Independent parts (`planner/decompose.py`): pools that no request class can
+choose between are planned as separate models, one after the other, each with
+the global tier list; tier values add up. Exact, and smaller models prove
+faster. After the last part, what is left of the budget reopens the first tier
+not proven (`reopening`), and the counts are handed out (`hand_out`).
+"""
+
+from __future__ import annotations
+
+from ...domain.borrowing import borrowed_parts
+from ...domain.problem import Problem
+from ..decompose import pool_groups
+from ..solution import Solution
+from . import loop, reopening
+from .build import build
+from .classes import RequestClass, VictimClass, request_classes, victim_classes
+from .hand_out import hand_out
+from .model import Built, Layout
+from .run import Budget, PartResult, Progress, Run
+from .settings import SolverSettings
+from .short_keys import unjustified
+from .tiers import layout as tier_layout
+
+Part = tuple[list[str], list[RequestClass], list[VictimClass]]
+
+
+def solve(problem: Problem, *, max_deterministic_time: float = 60.0, progress: Progress | None = None,
+          decompose: bool = True, settings: SolverSettings | None = None) -> Solution:
+    """Plan `problem` with the lexicographic objective (docs/planning.md#tiers); see
+    the package docstring. ``decompose=False`` solves one model for all pools (for
+    tests and benchmarks: same tier values, slower); ``settings``: the tuning
+    (default: `SolverSettings()`)."""
+    settings = SolverSettings() if settings is None else settings
+    layout, parts = models(problem, settings, decompose)
+    run = Run(settings, Budget(max_deterministic_time, sum(1 for _, b in parts for t in b.tiers if t.active)),
+              progress)
+    results = []
+    for i, (part, b) in enumerate(parts, 1):
+        label = f"part {i}/{len(parts)} ({len(b.classes)} classes): " if len(parts) > 1 else ""
+        results.append(repaired(run, problem, layout, part, b, label))
+    budget = run.budget
+    while settings.reopen and budget.total - budget.spent > 1e-3:
+        unproven = [(b, r, k) for b, r in results
+                    for k, (v, bd) in enumerate(zip(r.values, r.bounds, strict=True), 1) if v != bd]
+        if not unproven or not reopening.reopen(run, unproven[0][0], unproven[0][1], unproven[0][2]):
+            break
+    objective, bounds = add_up([r.values for _, r in results]), add_up([r.bounds for _, r in results])
+    if not results:
+        objective = bounds = [0] * (1 + len(layout.prios) + len(layout.vprios) + 3)
+    gap = max([abs(bd - v) / max(1, abs(v)) for bd, v in zip(bounds, objective, strict=True)], default=0.0)
+    solution = hand_out(problem, results, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
+    solution.bounds = bounds
+    return solution
+
+
+def models(problem: Problem, settings: SolverSettings,
+           decompose: bool = True) -> tuple[Layout, list[tuple[Part, Built]]]:
+    """The tier layout every part shares, and each part with its model (one part
+    for all pools when not ``decompose``)."""
+    classes = request_classes(problem)
+    victims = victim_classes(problem, borrowed_parts(problem))
+    layout = tier_layout(problem, classes, victims)
+    parts = (split(problem, classes, victims) if decompose
+             else [(sorted(p.name for p in problem.pools), classes, victims)])
+    return layout, [(part, build(problem, part[1], part[2], layout, part[0], settings)) for part in parts]
+
+
+def split(problem: Problem, classes: list[RequestClass], victims: list[VictimClass]) -> list[Part]:
+    """Independent parts (decompose.py), each with its classes and victim classes in
+    their canonical order; parts with nothing to decide are left out."""
+    groups = pool_groups((p.name for p in problem.pools), ([q.pool for q in c.policies] for c in classes))
+    part_of = {pool: i for i, group in enumerate(groups) for pool in group}
+    parts: list[Part] = [(g, [], []) for g in groups]
+    for cls in classes:
+        parts[part_of[cls.policies[0].pool]][1].append(cls)
+    for vc in victims:
+        parts[part_of[vc.policy.pool]][2].append(vc)
+    return [part for part in parts if part[1] or part[2]]
+
+
+def repaired(run: Run, problem: Problem, layout: Layout, part: Part, b: Built,
+             label: str) -> tuple[Built, PartResult]:
+    """Solve one part; where the part has too many victim classes for the short-key
+    flags (`short_keys`), check the rule on the answer instead: victim classes taken
+    although no key they borrow on is short are forbidden and the part is planned
+    again (at most `repair_rounds` times, then every unchecked class is forbidden).
+    The plan then obeys the rule and is optimal among plans without those victims."""
+    pools, classes, victims = part
+    st = loop.solve_part(run, b, label)
+    forbidden: set[int] = set()
+    rounds = run.settings.repair_rounds
+    for round_ in range(rounds + 1):
+        bad = unjustified(b, st.vals.v, st.assignment)
+        if not bad:
+            break
+        forbidden |= bad if round_ < rounds else set(b.unchecked)
+        b = build(problem, classes, victims, layout, pools, run.settings, frozenset(forbidden))
+        run.budget.tiers_left += sum(1 for t in b.tiers if t.active)
+        if run.progress is not None:
+            run.progress(f"{label}{len(bad)} victim class(es) taken for keys that are not short: "
+                         "planned again without them")
+        st = loop.solve_part(run, b, label)
+    return b, st
+
+
+def add_up(rows: list[list[int]]) -> list[int]:
+    """Tier values (or bounds) of the whole: the sum over the parts."""
+    return [sum(column) for column in zip(*rows, strict=True)]

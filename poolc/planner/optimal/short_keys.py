@@ -1,0 +1,111 @@
+"""H5, victims only for keys that are short (docs/planning.md#tiers).
+
+A victim class may be preempted only if its pool is short on a key its members
+borrow on: what the plan admits there needs that key and does not fit beside
+everything that ran before the plan. So an allocation inside its reserve on the
+key the preemptor needs is never taken because it borrows on another key that
+has room (Kueue never does that either: it reclaims only from queues that
+borrow a resource the preemptor lacks).
+
+In the model through one flag per (pool, key) where few victim classes need
+them; where many do, the flags' relaxation would slow every proof, so the rule
+is checked on the answer instead (`unjustified`) and the part planned again
+without the classes that broke it (`parts.repaired`).
+"""
+
+from __future__ import annotations
+
+from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
+from .model import Built, linear, most
+
+
+def short_keys(b: Built, by_pool: dict[str, list[int]], flag_limit: int) -> None:
+    """The rule in ``b``'s model, ``flag_limit`` victim classes at most (else checked later).
+
+    Only a class that holds a key without borrowing on it, where that key can be
+    short at all, needs the flags: the tiers already make every victim needed
+    (dropping one would lower its tier's count with every admission kept), so it
+    holds a key that is short, and when every key it holds but does not borrow on
+    can never be short, that key is one it borrows on. Most borrowers are such
+    classes, and the flags' relaxation slows the proofs down."""
+    model = b.model
+
+    def can_be_short(pool: str, k: str) -> bool:
+        if (pool, k) not in b.short_use:
+            return False
+        used, kept, cap = b.short_use[pool, k]
+        return bool(used) and most(used) + kept > cap
+
+    governed = [gi for pool in sorted(by_pool) for gi in by_pool[pool]
+                if any(can_be_short(pool, k) for k in b.victims[gi].holds if k not in b.victims[gi].borrows)]
+    if len(governed) > flag_limit:
+        # too many for the flags to stay cheap: only the static part here (a victim whose
+        # borrowed keys can never be short is never taken); `unjustified` checks the rest
+        for gi in governed:
+            vc = b.victims[gi]
+            if not any(can_be_short(vc.policy.pool, k) for k in vc.borrows):
+                b.forbidden.add(gi)
+            elif gi not in b.forbidden:
+                b.unchecked.append(gi)
+        governed = []
+    for gi in sorted(b.forbidden):
+        model.add(b.v[gi] == 0)
+    for gi in governed:
+        pool = b.victims[gi].policy.pool
+        vc = b.victims[gi]
+        b.flagged.add(gi)
+        flags = []
+        for k in vc.borrows:
+            if (pool, k) not in b.short_use:
+                continue
+            if (pool, k) not in b.short:
+                used, kept, cap = b.short_use[pool, k]
+                flag = model.new_bool_var(f"short_{pool}_{k}")
+                b.short[pool, k] = flag
+                b.all_vars.append(flag)
+                if not can_be_short(pool, k):
+                    model.add(flag == 0)      # can never be short: nothing admitted can overrun it
+                else:
+                    model.add(linear(used) >= max(1, cap - kept + 1)).only_enforce_if(flag)
+                    b.short_pools.add(pool)
+            flags.append(b.short[pool, k])
+        size = len(vc.members)
+        if not flags:
+            model.add(b.v[gi] == 0)
+        else:
+            model.add(b.v[gi] <= size * cp_model.LinearExpr.sum(flags))
+
+
+def short_hint(b: Built, hint: dict[int, int]) -> None:
+    """Set the short-key flags in ``hint`` from its admissions (1 wherever allowed)."""
+    for (pool, k), flag in b.short.items():
+        used, kept, cap = b.short_use[pool, k]
+        total = sum(hint[var.index] * c for var, c in used)
+        hint[flag.index] = int(total >= 1 and total + kept > cap)
+
+
+def allowed(b: Built, gi: int, hint: dict[int, int]) -> bool:
+    """Victim class ``gi`` may be preempted under the flags of ``hint``."""
+    if gi not in b.flagged:
+        return True
+    pool = b.victims[gi].policy.pool
+    return any(hint.get(b.short[pool, k].index, 0) for k in b.victims[gi].borrows if (pool, k) in b.short)
+
+
+def unjustified(b: Built, preempted: dict[int, int], assignment: dict[int, int]) -> set[int]:
+    """Victim classes the answer preempts (``preempted``: count per victim class,
+    ``assignment``: every variable) although no key they borrow on is short."""
+    bad = set()
+    for gi in b.unchecked:
+        if preempted.get(gi, 0) == 0:
+            continue
+        pool = b.victims[gi].policy.pool
+        short = False
+        for k in b.victims[gi].borrows:
+            if (pool, k) in b.short_use:
+                used, kept, cap = b.short_use[pool, k]
+                total = sum(assignment[var.index] * c for var, c in used)
+                short = short or (total >= 1 and total + kept > cap)
+        if not short:
+            bad.add(gi)
+    return bad

@@ -1,0 +1,158 @@
+"""`apply --plan`: the reviewed plan applied as it is (terraform's way), not solved again.
+
+A saved plan records a digest of every input it was made from (``inputs``:
+``<Kind>/<name>`` and ``state/<allocation>``). When one differs from the current
+inputs or state, the plan is stale and refused, naming what changed; nothing is
+solved to find that out. Otherwise its decisions are checked against the inputs
+(each step once, through a policy that may admit it, preempting only running work,
+within every pool's capacity and policy's limit where it admits something, and the
+same fates, pools and shares `poolc plan` derives from those decisions), so a
+hand-edited plan is refused, and the targets and the new state are rendered from it.
+
+One thing a plan file does not hold: which of the optimal strategy's new grants it
+counted inside their reserved share (the in-share set). The state records the grants'
+order through it (their start times), so the next plan walks the reserved shares as
+this one did. The plan's objective gives the set's size; when that says the set is
+empty or every grant, it is known, and always for `zenml` and `kueue` plans, which
+have none. Otherwise the plan is solved again with its strategy and must come out
+the same, as before (``needs_solve``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from .diagnostics import report_order
+from .domain.eligibility import eligible_policies
+from .domain.plan import ALLOCATED, UNMANAGED, Plan
+from .plan import PlanResult, Prepared, decide, grant_positions, resolve_now, what_changes
+from .planner.solution import Solution
+from .targets.context import TargetContext
+
+STALE = "the plan was made from other inputs: {what}. Run `poolc plan --out` again (with --state {state})"
+EDITED = ("the plan file does not match what this poolc plans for the same inputs "
+          "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
+
+
+def stale_inputs(saved: Plan, prepared: Prepared) -> str | None:
+    """Why the saved plan was made from other inputs or another state, naming what
+    changed; None when every per-input digest (and the inputs digest) is the same."""
+    from .planner.plan import digest_of
+
+    if saved.inputs_digest == digest_of(prepared.digests) and (saved.inputs is None
+                                                                or dict(saved.inputs) == prepared.digests):
+        return None
+    return STALE.format(what=changed_inputs(saved.inputs or {}, prepared.digests), state=prepared.state_path)
+
+
+def changed_inputs(before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """``Pipeline/training changed, Policy/prod added`` (at most five, then a count)."""
+    words = [f"{key} changed" for key in sorted(before) if key in after and before[key] != after[key]]
+    words += [f"{key} added" for key in sorted(after) if key not in before]
+    words += [f"{key} removed" for key in sorted(before) if key not in after]
+    if not words:
+        return "the inputs digest differs (the plan file records no per-input digests)"
+    shown = ", ".join(words[:5])
+    return shown + (f" and {len(words) - 5} more" if len(words) > 5 else "")
+
+
+def solution_of(saved: Plan, prepared: Prepared) -> tuple[Solution, Plan] | None:
+    """The saved plan's decisions as a Solution, and the plan `poolc plan` assembles
+    from them; None when they cannot be this configuration's (edited by hand)."""
+    problem = prepared.problem
+    requests = {r.id: r for r in problem.requests}
+    admitted: dict[str, str] = {}
+    for planned in saved.requests:
+        if planned.id not in requests or planned.status != ALLOCATED or planned.reason == UNMANAGED:
+            continue
+        eligible, _ = eligible_policies(problem, requests[planned.id])
+        if planned.policy not in {q.name for q in eligible}:
+            return None
+        admitted[planned.id] = planned.policy
+    running = {a.name for a in problem.running}
+    if any(p.id not in running for p in saved.preempted):
+        return None
+    solution = Solution(saved.solver.strategy, dict(sorted(admitted.items())),
+                        {p.id: list(p.for_) for p in saved.preempted}, saved.solver.status,
+                        list(saved.solver.objective), saved.solver.gap)
+    fresh = decide(prepared, solution)
+    if not _same_decisions(saved, fresh) or not _fits(fresh, solution, prepared):
+        return None
+    return solution, fresh
+
+
+def _same_decisions(saved: Plan, fresh: Plan) -> bool:
+    """Every step's fate, pool, policy, borrowed part and reason, the preemptions and
+    the pools' and policies' use agree (the sentences are not compared: they may
+    carry the cycle's waiting time)."""
+    def fates(plan: Plan) -> list[tuple]:
+        return [(r.id, r.requester, r.preemptible, dict(r.demand), r.status, r.pool, r.policy, dict(r.borrowed),
+                 r.reason if r.status != "queued" else None) for r in plan.requests]
+
+    return (fates(saved) == fates(fresh)
+            and [(p.id, p.pool, p.for_) for p in saved.preempted] == [(p.id, p.pool, p.for_) for p in fresh.preempted]
+            and [p.as_dict() for p in saved.pools] == [p.as_dict() for p in fresh.pools]
+            and [q.as_dict() for q in saved.policies] == [q.as_dict() for q in fresh.policies])
+
+
+def _fits(plan: Plan, solution: Solution, prepared: Prepared) -> bool:
+    """Where the plan admits a step, the pool's capacity and the policy's limit hold
+    on every key the step needs (a pool already over on a key admits nothing needing it)."""
+    demand = {r.id: r.demand for r in prepared.problem.requests}
+    pools = {p.name: p for p in plan.pools}
+    policies = {q.name: q for q in plan.policies}
+    for rid, policy in solution.admitted.items():
+        usage = policies.get(policy)
+        if usage is None:
+            return False
+        pool = pools[usage.pool]
+        for key, units in demand[rid].items():
+            if units > 0 and (pool.used.get(key, 0) > pool.capacity.get(key, 0)
+                              or usage.used.get(key, 0) > usage.limit.get(key, pool.capacity.get(key, 0))):
+                return False
+    return True
+
+
+def new_grants(saved: Plan, prepared: Prepared) -> set[str]:
+    """The steps the saved plan admits that do not run yet (the Problem's requests)."""
+    requests = {r.id for r in prepared.problem.requests}
+    return {r.id for r in saved.requests if r.id in requests and r.status == ALLOCATED and r.reason != UNMANAGED}
+
+
+def in_share(saved: Plan, grants: set[str]) -> frozenset[str] | None:
+    """Which of the plan's new ``grants`` it counted inside their reserved share, when
+    the plan file tells (module doc); None when only solving again would."""
+    if saved.solver.strategy != "optimal":
+        return frozenset()
+    tiers, objective = saved.solver.tiers, saved.solver.objective
+    if not tiers or tiers[0].kind != "in-share" or not objective:
+        return None
+    if objective[0] == 0:
+        return frozenset()
+    if objective[0] == len(grants):
+        return frozenset(grants)
+    return None
+
+
+def apply_saved(saved: Plan, prepared: Prepared, solution: Solution, fresh: Plan, *, output_dir: str,
+                now: str | None) -> PlanResult:
+    """The saved plan as apply writes it: its targets, and the state it decides."""
+    running = {r.id: r.running for r in fresh.requests}
+    plan = dataclasses.replace(saved, requests=tuple(dataclasses.replace(r, running=running.get(r.id))
+                                                     for r in saved.requests))
+    submit = saved.runtime.submit if saved.runtime is not None else "gate"
+    context = TargetContext.of(prepared.validation.config, plan, prepared.live, submit=submit)
+    result = PlanResult(prepared.validation, prepared.state, prepared.state_path, prepared.problem, solution, plan,
+                        prepared.previous, sorted(prepared.released))
+    changes = what_changes(result, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
+                           grants=grant_positions(prepared.problem, solution))
+    # the diagnostics as they stand now (with their end positions, which a plan file does not keep)
+    found = [*prepared.diagnostics]
+    if saved.runtime is not None:
+        from .runtime import runtime_diagnostics
+
+        found += runtime_diagnostics(saved.runtime, prepared.live, prepared.config)
+    result.plan = dataclasses.replace(plan, diagnostics=tuple(sorted(found, key=report_order)) + changes.refused,
+                                      changes=changes.section)
+    return result
