@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from ortools.sat.python import cp_model
+from sweep import blocks
 from test_planner_optimal import random_contention_problem, random_crowded_problem
 
 from poolc.planner import cpsat, optimal
@@ -77,7 +78,7 @@ def test_cpsat_solves_as_cp_model_solves(maximize: bool) -> None:
 
 
 @needs_helper
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", blocks(12, fast=2))   # one of each generator
 def test_the_planner_plans_the_same_on_either_module(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     problem = (random_contention_problem if seed % 2 else random_crowded_problem)(seed)
     ours = optimal.solve(problem)
@@ -113,7 +114,7 @@ def use_api(api, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
 
 
 @needs_helper
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", blocks(12, fast=2))   # one of each generator
 def test_the_planner_s_models_are_the_ones_cp_model_builds(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     problem = (random_contention_problem if seed % 2 else random_crowded_problem)(seed)
     ours = planner_models(problem, cpsat, monkeypatch)

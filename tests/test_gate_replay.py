@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from sweep import blocks
 from test_kueue_replay import REPO, pipeline, policy, pool, running, statuses, write
 
 from poolc.apply import apply_paths
@@ -269,7 +270,7 @@ def random_platform(seed: int) -> str:
     return "---\n".join(docs)
 
 
-@pytest.mark.parametrize("block", range(8))
+@pytest.mark.parametrize("block", blocks(8))
 def test_random_contended_platforms_run_the_plan(tmp_path, block):
     """240 platforms (30 per block): the gate-mode replay equals the optimal plan on
     every request and every running allocation, with no runtime difference."""

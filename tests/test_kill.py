@@ -7,6 +7,12 @@ run after that must converge on the new one, and nothing may be left behind.
 The scenario changes the inputs so that the commit writes files, creates a
 directory (a namespace renamed), removes eleven files and two directories, and
 rewrites the state.
+
+The applies that are killed plan once: tests/forked_apply.py runs one real
+`poolc apply`, which forks at its commit into one child per kill point, each on
+its own byte copy of the tree (planning, not committing, is what a kill point
+used to cost). The default run kills at the first and last step of each kind;
+`-m slow` kills at every step.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from forked_apply import Job, forked_applies
 
 from poolc import transaction
 from poolc.apply import apply_paths
@@ -121,8 +128,11 @@ def scenario(tmp_path_factory) -> Scenario:
     return Scenario(tmp_path_factory.mktemp("kill"))
 
 
+APPLY_ARGS = ("examples", "--output-dir", "deploy", "-q", "--now", NOW)
+
+
 def run_apply(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "apply", "examples", "--output-dir", "deploy", "-q", "--now", NOW, *extra], cwd=root,
+    return subprocess.run([*CLI, "apply", *APPLY_ARGS, *extra], cwd=root,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO), **env})
 
@@ -147,23 +157,64 @@ def test_the_commit_has_many_kill_points(scenario):
     assert kinds["rmdir"] >= 2   # the namespaces the changed inputs leave empty
 
 
-@pytest.mark.slow
-def test_sigkill_at_every_step_of_the_commit_leaves_old_or_new(scenario, tmp_path):
-    """A real subprocess, SIGKILLed at step n for every n; the next run recovers."""
-    total = len(scenario.labels)
-    roots = [scenario.copy(tmp_path / f"kill-{n}") for n in range(1, total + 1)]
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        runs = list(pool.map(lambda nr: run_apply(nr[1], {"POOLC_TEST_KILL_AT": str(nr[0])}),
-                             enumerate(roots, start=1)))
-    outcomes: Counter = Counter()
-    for n, (root, run) in enumerate(zip(roots, runs, strict=True), start=1):
+def kind(label: str) -> str:
+    """A kill point's kind: its label without the path (``rename``, ``unlink backup``,
+    ``rename journal (commit)``, the commit point)."""
+    return " ".join(word for word in label.split(" ") if "/" not in word and "." not in word)
+
+
+def first_and_last_of_each_kind(labels: list[str]) -> list[int]:
+    """The kill points (1-based) where the commit moves from one kind of change to the
+    next: the ones a mistake in the journal's order would show at."""
+    ends: dict[str, list[int]] = {}
+    for n, label in enumerate(labels, start=1):
+        ends.setdefault(kind(label), []).append(n)
+    return sorted({n for points in ends.values() for n in (points[0], points[-1])})
+
+
+def kill_sweep(scenario: Scenario, where: Path, points: list[int]) -> Counter:
+    """SIGKILL a real apply at each of ``points``, recover, and check old-or-new; then
+    the next run converges. The next run of a tree recovered to old is a forked
+    apply too (planned once, committed in each); a tree recovered to new is byte for
+    byte the reference new tree, and one of each kind also gets the whole next run
+    (apply, then apply --check) in process."""
+    roots = [scenario.copy(where / f"kill-{n}") for n in points]
+    runs = forked_applies(scenario.copy(where / "planner"),
+                          [Job(root, {"POOLC_TEST_KILL_AT": str(n)}) for n, root in zip(points, roots, strict=True)],
+                          *APPLY_ARGS)
+    recovered_to: dict[str, list[Path]] = {"old": [], "new": []}
+    for n, root, run in zip(points, roots, runs, strict=True):
         assert run.returncode == -signal.SIGKILL, (n, run.stderr)
         recovered(root)
         state = scenario.which(root)
         assert state in ("old", "new"), f"killed at {n} ({scenario.labels[n - 1]}): {state}"
         assert leftovers(root) == [], (n, scenario.labels[n - 1])
-        outcomes[state] += 1
-        converge(scenario, root)
+        recovered_to[state].append(root)
+    olds = recovered_to["old"]
+    if olds:
+        again = forked_applies(scenario.copy(where / "replanner"), [Job(root, {}) for root in olds], *APPLY_ARGS)
+        for root, run in zip(olds, again, strict=True):
+            assert run.returncode == 0, (root.name, run.stderr)
+            assert scenario.which(root) == "new" and leftovers(root) == [], root.name
+    for state in ("old", "new"):
+        if recovered_to[state]:
+            converge(scenario, recovered_to[state][-1])
+    return Counter({state: len(found) for state, found in recovered_to.items()})
+
+
+def test_sigkill_at_the_edges_of_each_kind_of_step_leaves_old_or_new(scenario, tmp_path):
+    """The fast subset of the sweep below: the first and last step of each kind."""
+    points = first_and_last_of_each_kind(scenario.labels)
+    assert len(points) >= 20 and {kind(scenario.labels[n - 1]) for n in points} == set(map(kind, scenario.labels))
+    outcomes = kill_sweep(scenario, tmp_path, points)
+    assert outcomes["old"] and outcomes["new"]
+
+
+@pytest.mark.slow
+def test_sigkill_at_every_step_of_the_commit_leaves_old_or_new(scenario, tmp_path):
+    """A real apply, SIGKILLed at step n for every n; the next run recovers."""
+    total = len(scenario.labels)
+    outcomes = kill_sweep(scenario, tmp_path, list(range(1, total + 1)))
     print(f"\nkill harness: {total} kill points, {outcomes['old']} recovered to old, "
           f"{outcomes['new']} to new, 0 mixed")
     assert outcomes["old"] and outcomes["new"]
@@ -171,7 +222,8 @@ def test_sigkill_at_every_step_of_the_commit_leaves_old_or_new(scenario, tmp_pat
 
 @pytest.mark.slow
 def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
-    """Killed in the middle of the commit, then killed again at every step of the recovery."""
+    """Killed in the middle of the commit, then killed again at every step of the recovery.
+    These applies die in the recovery they start with, before they plan."""
     labels = scenario.labels
     cut = [i for i, label in enumerate(labels, start=1) if label.startswith("rename kubernetes/")][3]
     killed = scenario.copy(tmp_path / "killed")
@@ -198,7 +250,8 @@ def test_sigkill_during_recovery_is_recovered_too(scenario, tmp_path):
         assert run.returncode == -signal.SIGKILL, (m, run.stderr)
         recovered(root)
         assert scenario.which(root) == "new" and leftovers(root) == [], m
-        converge(scenario, root)
+    # each recovered tree is the reference new tree byte for byte; the next run of one of them
+    converge(scenario, roots[-1])
     print(f"\nrecovery kill harness: killed at commit step {cut} ({labels[cut - 1]}), then at each of "
           f"the {steps} steps of its recovery: all recovered to new")
 
@@ -252,14 +305,30 @@ def test_an_error_at_every_step_rolls_back_or_completes(scenario, tmp_path, monk
     assert outcomes["rolled back"] >= total // 2 and outcomes["completed"]
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-@pytest.mark.parametrize("where", ["write temp", "rename kueue/", "unlink kubernetes/"])
-def test_sigterm_and_ctrl_c_roll_back_and_say_so(scenario, tmp_path, signame, where):
+SIGNALS = ("SIGTERM", "SIGINT")
+SIGNAL_POINTS = ("write temp", "rename kueue/", "unlink kubernetes/")
+
+
+@pytest.fixture(scope="module")
+def signalled(scenario, tmp_path_factory) -> dict[tuple[str, str], tuple[Path, object]]:
+    """Every (signal, where) case below, from one planning apply forked at its commit."""
+    where = tmp_path_factory.mktemp("signals")
+    cases = [(signame, point) for signame in SIGNALS for point in SIGNAL_POINTS]
+    jobs = []
+    for case, (signame, point) in enumerate(cases):
+        n = next(i for i, label in enumerate(scenario.labels, start=1) if label.startswith(point))
+        jobs.append(Job(scenario.copy(where / f"sig-{case}"),
+                        {"POOLC_TEST_KILL_AT": str(n), "POOLC_TEST_SIGNAL": signame}))
+    runs = forked_applies(scenario.copy(where / "planner"), jobs, *APPLY_ARGS)
+    return {case: (job.root, run) for case, job, run in zip(cases, jobs, runs, strict=True)}
+
+
+@pytest.mark.parametrize("signame", SIGNALS)
+@pytest.mark.parametrize("where", SIGNAL_POINTS)
+def test_sigterm_and_ctrl_c_roll_back_and_say_so(scenario, signalled, signame, where):
     """The signal lands while staging, or after the commit point (held back, then rolled back);
     SIGINT after the optimal solve too, although the solver resets its handler."""
-    n = next(i for i, label in enumerate(scenario.labels, start=1) if label.startswith(where))
-    root = scenario.copy(tmp_path / "sig")
-    run = run_apply(root, {"POOLC_TEST_KILL_AT": str(n), "POOLC_TEST_SIGNAL": signame})
+    root, run = signalled[signame, where]
     assert run.returncode == (130 if signame == "SIGINT" else 143), run.stderr
     assert f"interrupted by {signame}" in run.stderr and "rolled back" in run.stderr
     assert "Traceback" not in run.stderr
@@ -285,6 +354,60 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
         assert "Traceback" not in err, (delay, err)
         # 0: done first; 130: interrupted; -SIGINT: the signal came while the interpreter was exiting
         assert proc.returncode in (0, 130, -signal.SIGINT), (delay, proc.returncode, err)
+
+
+# A Ctrl-C at the N-th Python function call after `import poolc`: the same points on a busy
+# machine as on an idle one, where the delays above land earlier or later. The signal is real
+# (the process sends it to itself); Python raises it where the N-th call begins.
+AT_CALL = """
+import os, signal, sys
+import poolc
+calls, at = 0, int(os.environ["CTRL_C_AT_CALL"])
+
+def count(frame, event, arg):
+    global calls
+    if event == "call":
+        calls += 1
+        if calls == at:
+            sys.setprofile(None)
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.setprofile(count)
+if not at:
+    import atexit
+    atexit.register(lambda: sys.stderr.write(f"calls: {calls}\\n"))
+from poolc.cli import main
+main()
+"""
+
+
+def ctrl_c_at_calls(root: Path, points: list[int]) -> None:
+    shutil.copytree(REPO / "examples", root / "examples")
+
+    def run(at: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", AT_CALL, "validate", "examples"], cwd=root, capture_output=True,
+                              text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(REPO), "CTRL_C_AT_CALL": str(at)})
+
+    whole = run(0)
+    total = int(whole.stderr.rsplit("calls: ", 1)[1])
+    assert whole.returncode == 0 and max(points) < total, (total, whole.stderr)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for at, ran in zip(points, pool.map(run, points), strict=True):
+            assert "Traceback" not in ran.stderr, (at, ran.stderr)
+            assert ran.returncode == 130 and ran.stderr.startswith("poolc: interrupted"), (at, ran.returncode,
+                                                                                          ran.stderr)
+
+
+def test_ctrl_c_at_the_nth_call_is_one_line(tmp_path):
+    """Ten to 100,000 calls in: the imports, the command line, reading and checking."""
+    ctrl_c_at_calls(tmp_path, [10 ** k for k in range(1, 6)])
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_any_call_is_one_line(tmp_path):
+    """The first call on, ever further apart (1, 2, 3, 4, 6, 8, 11 ... 100,000 calls)."""
+    ctrl_c_at_calls(tmp_path, sorted({int(1.35 ** k) for k in range(39)}))
 
 
 def test_check_reports_an_interrupted_apply(scenario, tmp_path):

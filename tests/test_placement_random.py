@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sweep import blocks
 
 from poolc.domain.problem import Node, PolicyRule, Pool, Problem, Request, Running, start_ranks
 from poolc.planner.optimal import solve
@@ -95,7 +96,7 @@ def wrong_model(problem: Problem, admitted: dict[str, str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("block", range(4))
+@pytest.mark.parametrize("block", blocks(4))
 def test_optimal_matches_bruteforce_with_gpu_models_and_steering(block: int) -> None:
     for seed in range(block * 50, block * 50 + 50):
         p = random_placement_problem(seed)

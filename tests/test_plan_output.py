@@ -439,7 +439,10 @@ def test_text_plan(tmp_path, monkeypatch):
         "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  6 GPU\n"
         "      [R004] step 'fixed' is non-preemptible and asks 6 GPU, but policy 'prod' reserves only 4 GPU;\n"
         "      it can never be admitted: reserve more, or make the step preemptible\n",
-        "  adhoc/notebook  adhoc-k8s  outside every pool\n      demand  1 core\n",
+        # the reason's tag once: the JSON message's own "unmanaged:" lead-in is not repeated after it
+        "  adhoc/notebook  adhoc-k8s  outside every pool\n      demand  1 core\n"
+        "      [UNMANAGED] component adhoc-k8s has no policy on any pool, so the step runs outside every\n"
+        "      pool; add a Policy for it to manage it\n",
         "Running work preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority "
         "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
         "Changes\n  running steps: 3 start, 1 stop, 0 restart resized, 0 keep running\n  + research/probe starts\n"
@@ -447,6 +450,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):
         assert block in text
+    assert "unmanaged:" not in text
     coloured = render_plan(result.plan, color=True)
     assert "\x1b[" in coloured
 

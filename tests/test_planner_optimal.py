@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sweep import blocks
 
 from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from poolc.planner.decompose import pool_groups
@@ -159,7 +160,7 @@ def check_against_bruteforce(p: Problem, settings: SolverSettings | None = None)
         assert all(pools[sol.admitted[rid]] == victims[name] for rid in made_room_for)
 
 
-@pytest.mark.parametrize("block", range(8))
+@pytest.mark.parametrize("block", blocks(8))
 def test_matches_bruteforce_on_random_platforms(block: int) -> None:
     for seed in range(block * 40, block * 40 + 40):
         try:
@@ -181,7 +182,7 @@ def test_the_plan_s_tier_labels_match_the_objective_on_random_platforms() -> Non
         assert len(labels) == len(solve(p).objective), seed
 
 
-@pytest.mark.parametrize("block", range(4))
+@pytest.mark.parametrize("block", blocks(4))
 def test_matches_bruteforce_under_contention(block: int) -> None:
     for seed in range(block * 40, block * 40 + 40):
         try:
@@ -208,7 +209,7 @@ def random_split_problem(seed: int) -> Problem:
     return problem(pools, policies, requests, running)
 
 
-@pytest.mark.parametrize("block", range(4))
+@pytest.mark.parametrize("block", blocks(4))
 def test_independent_parts_agree_with_the_single_model(block: int) -> None:
     """Solving the parts one by one gives the same tier values as one model of every
     pool, and a plan that obeys every hard rule."""
@@ -250,7 +251,7 @@ def assert_same_tiers(p: Problem, seed: int, *, checked: Solution, other: Soluti
     assert bruteforce.vector(p, checked.admitted, set(checked.preempted)) == checked.objective, f"seed {seed}"
 
 
-@pytest.mark.parametrize("block", range(2))
+@pytest.mark.parametrize("block", blocks(2))
 def test_restricted_count_tiers_agree_with_the_plain_model(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each count tier is solved on a copy without the admissions and victims it
     cannot count yet (hints.restricted); solving every tier on the model itself
@@ -364,7 +365,7 @@ def count_folds(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return seen
 
 
-@pytest.mark.parametrize("block", range(2))
+@pytest.mark.parametrize("block", blocks(2))
 def test_folded_count_tiers_agree_with_the_tiers_apart(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each "preempted at v" tier is solved with the "admitted at p" tier after it
     folded in (folds.fold_count), on the second one's looser restricted copy;
@@ -477,7 +478,7 @@ def test_a_folded_objective_is_lexicographic_and_bounds_the_first_tier(seed: int
             assert round(solver.best_objective_bound) // weight == want[0]
 
 
-@pytest.mark.parametrize("block", range(4))
+@pytest.mark.parametrize("block", blocks(4))
 def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The request dominance rows (dominance.request_dominance) are normally added
     only when the FIFO tier is not proven quickly, and dropped after it; here they

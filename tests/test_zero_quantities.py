@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
+from sweep import blocks
 
 from poolc.domain.problem import PolicyRule, Pool, Problem
 from poolc.planner.optimal import solve as solve_optimal
@@ -52,7 +53,7 @@ def _through_a_zero(problem: Problem, admitted: dict[str, str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("block", range(4))
+@pytest.mark.parametrize("block", blocks(4))
 def test_optimal_matches_bruteforce_with_zero_capacities_and_limits(block: int) -> None:
     rng = random.Random(block)
     for seed in range(block * 40, block * 40 + 40):

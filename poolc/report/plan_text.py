@@ -113,8 +113,12 @@ def _requests(console: Console, plan: Plan) -> None:
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
             console.print(_indented(f"demand  {amounts(request.demand)}", 6))
             # a queued step's reason is the first rule its message names already
-            why = f"[{request.reason}] " if request.reason and status != "queued" else ""
-            console.print(_indented(Text(f"{why}{view.humanize(plan, request.message)}", style=style), 6))
+            reason = request.reason if status != "queued" else None
+            why = f"[{reason}] " if reason else ""
+            message = view.humanize(plan, request.message)
+            if reason and message.lower().startswith(f"{reason.lower()}: "):
+                message = message[len(reason) + 2:]   # "unmanaged: ...": the tag says it once
+            console.print(_indented(Text(f"{why}{message}", style=style), 6))
         console.print()
 
 
