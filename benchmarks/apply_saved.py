@@ -8,9 +8,10 @@ The platform is plan_scale's seeded one (benchmarks/plan_cli.py writes it as
 YAML), without the steps no pool can ever admit: apply refuses a configuration
 with errors, and a rejected step is one. ``--no-reserve`` drops every policy's
 reserved share (and the non-preemptible steps that then fit nowhere): an `optimal`
-plan then counts no grant inside a reserved share, its file says so, and apply
-renders it without solving (docs/cli.md, `--plan`); with reserved shares it solves
-again. For each strategy, `poolc plan --out`
+plan then counts no grant inside a reserved share. With reserved shares the plan
+file records which grants it counted there (`solver.in_share`); either way apply
+renders it without solving (docs/cli.md, `--plan`); the code before that field
+solved again. For each strategy, `poolc plan --out`
 (this checkout) saves a plan; then each poolc (``--baseline REV``, exported with
 `git archive`, and this checkout) runs, in a fresh directory:
 
