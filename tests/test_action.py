@@ -215,10 +215,9 @@ def _git(cwd: Path, *args: str) -> None:
                    capture_output=True)
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_the_pull_request_is_planned_against_its_base_branch(runner):
-    """The base step checks the base ref out beside the workspace and plans it
-    against the head's state; the comment leads with what the change does."""
+def _lower_a_limit_on_a_branch(runner: Path) -> None:
+    """The platform committed on `main` (with a bare origin to fetch it from), then a
+    pull request's change in the working tree: prod-gpu-east's limit 12 -> 10 GPUs."""
     work = runner / "work"
     _git(work, "init", "-q", "-b", "main")
     _git(work, "add", "-A")
@@ -227,6 +226,13 @@ def test_the_pull_request_is_planned_against_its_base_branch(runner):
     _git(work, "remote", "add", "origin", str(runner / "origin.git"))
     policies = work / "policies.yaml"
     policies.write_text(policies.read_text("utf-8").replace("limit: {gpu: 12}", "limit: {gpu: 10}"), "utf-8")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_pull_request_is_planned_against_its_base_branch(runner):
+    """The base step checks the base ref out beside the workspace and plans it
+    against the head's state; the comment leads with what the change does."""
+    _lower_a_limit_on_a_branch(runner)
     outcome = run_action(runner, {"base": "main", "state": "none.json"},
                          bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
     assert outcome["failed"] is None, outcome
@@ -244,14 +250,7 @@ def test_with_a_forecast_horizon_the_comment_leads_with_before_and_after(runner,
     team's starts. The fixture's steps have no durations: nothing ends, so every
     waiting step starts never, before and after."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")
-    work = runner / "work"
-    _git(work, "init", "-q", "-b", "main")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "base")
-    _git(runner, "clone", "-q", "--bare", str(work), "origin.git")
-    _git(work, "remote", "add", "origin", str(runner / "origin.git"))
-    policies = work / "policies.yaml"
-    policies.write_text(policies.read_text("utf-8").replace("limit: {gpu: 12}", "limit: {gpu: 10}"), "utf-8")
+    _lower_a_limit_on_a_branch(runner)
     outcome = run_action(runner, {"base": "main", "state": "none.json", "forecast": "2d"},
                          bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
     assert outcome["failed"] is None, outcome

@@ -188,14 +188,7 @@ def test_an_optimal_plan_with_no_reserved_share_applies_without_the_solver(tmp_p
     saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
     assert saved["solver"]["strategy"] == "optimal" and saved["solver"]["objective"][0] == 0
     assert {r["status"] for r in saved["requests"]} == {"allocated", "queued"}
-    done = without_solver("apply", "platform.yaml", "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json",
-                          cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    written = tree(tmp_path / "deploy"), Path("poolc.state.json").read_bytes()
-    os.rename("deploy", "deploy-saved")
-    os.unlink("poolc.state.json")
-    assert cli("apply", "platform.yaml", "--output-dir", "deploy", "--now", NOW).exit_code == 0
-    assert (tree(tmp_path / "deploy"), Path("poolc.state.json").read_bytes()) == written
+    _applies_as_a_direct_apply_without_the_solver("platform.yaml", tmp_path)
 
 
 def test_an_optimal_plan_with_in_share_grants_applies_without_the_solver(platform):
@@ -208,14 +201,7 @@ def test_an_optimal_plan_with_in_share_grants_applies_without_the_solver(platfor
     recorded = saved["solver"]["in_share"]
     assert 0 < len(recorded) == saved["solver"]["objective"][0] and set(recorded) <= grants
     assert len(recorded) < len(grants)                   # neither none nor all: only the list tells
-    done = without_solver("apply", "examples", "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json",
-                          cwd=platform)
-    assert done.returncode == 0, done.stderr
-    written = tree(platform / "deploy"), Path("poolc.state.json").read_bytes()
-    os.rename("deploy", "deploy-saved")
-    os.unlink("poolc.state.json")
-    assert cli("apply", "examples", "--output-dir", "deploy", "--now", NOW).exit_code == 0
-    assert (tree(platform / "deploy"), Path("poolc.state.json").read_bytes()) == written
+    _applies_as_a_direct_apply_without_the_solver("examples", platform)
 
 
 def test_a_plan_file_whose_in_share_list_disagrees_is_solved_again_and_refused(platform):
@@ -228,3 +214,15 @@ def test_a_plan_file_whose_in_share_list_disagrees_is_solved_again_and_refused(p
     done = without_solver("apply", "examples", "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json",
                           cwd=platform)
     assert done.returncode != 0 and not (platform / "deploy").exists()
+
+
+def _applies_as_a_direct_apply_without_the_solver(inputs: str, root: Path) -> None:
+    """`apply --plan plan.json` with OR-Tools blocked writes the very files and state
+    a direct `apply` (which plans) writes for the same inputs. Runs in ``root``."""
+    done = without_solver("apply", inputs, "--output-dir", "deploy", "--now", NOW, "--plan", "plan.json", cwd=root)
+    assert done.returncode == 0, done.stderr
+    written = tree(root / "deploy"), Path("poolc.state.json").read_bytes()
+    os.rename("deploy", "deploy-saved")
+    os.unlink("poolc.state.json")
+    assert cli("apply", inputs, "--output-dir", "deploy", "--now", NOW).exit_code == 0
+    assert (tree(root / "deploy"), Path("poolc.state.json").read_bytes()) == written
