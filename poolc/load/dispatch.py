@@ -141,9 +141,8 @@ def load_file(path: str, budget: Budget | None = None, counts: dict[str, int] | 
     if budget is not None:
         budget.bytes += len(raw)
         if budget.bytes > MAX_TOTAL_BYTES:
-            budget.exhausted = True
-            return [], [error_at(path, d.Y007, f"the files given add up to more than {MAX_TOTAL_BYTES} bytes; "
-                                  "poolc stops reading here (split the repository, or validate parts of it)")]
+            return _stop(budget, path, f"the files given add up to more than {MAX_TOTAL_BYTES} bytes; "
+                         "poolc stops reading here (split the repository, or validate parts of it)")
     text, problem = decode(path, raw)
     if text is None:
         return [], [problem] if problem else []
@@ -152,10 +151,15 @@ def load_file(path: str, budget: Budget | None = None, counts: dict[str, int] | 
     if budget is not None:
         budget.documents += len(documents)
         if budget.documents > MAX_DOCUMENTS:
-            budget.exhausted = True
-            return [], [error_at(path, d.Y007, f"the files given hold more than {MAX_DOCUMENTS} poolc "
-                                  "documents; poolc stops reading here")]
+            return _stop(budget, path, f"the files given hold more than {MAX_DOCUMENTS} poolc "
+                         "documents; poolc stops reading here")
     return documents, problems
+
+
+def _stop(budget: Budget, path: str, why: str) -> tuple[list[Document], list[Diagnostic]]:
+    """The run's budget is spent at ``path``: nothing more is read, and Y007 there says why."""
+    budget.exhausted = True
+    return [], [error_at(path, d.Y007, why)]
 
 
 def load_paths(paths: Iterable[str], sink: Callable[[Document], None] | None = None,
