@@ -416,3 +416,22 @@ def test_the_comment_lists_only_the_latest_waiting_steps(tmp_path):
     text = render_markdown(forecast, max_steps=2)
     assert "`training/report`" not in text and "`sweep/trial_d`" in text and "`trial-c`" in text
     assert "_3 more waiting steps, starting earlier, not shown" in text
+
+
+def test_a_running_allocation_started_after_the_forecast_start_is_counted_from_it():
+    """A cluster clock ahead of the forecast's start gives a started_at in the
+    future: the allocation runs, so it started by now; the work lost when the plan
+    preempts it is never negative, and a note says what was assumed."""
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    pool = Pool("p", {"gpu": 2})
+    policies = (PolicyRule("hi", "team-hi", "p", 100, {}, {"gpu": 2}),
+                PolicyRule("lo", "team-lo", "p", 0, {}, {"gpu": 2}))
+    running = start_ranks([Running("early", "team-lo", "p", True, {"gpu": 2}, t0 + timedelta(hours=1))])
+    problem = Problem((pool,), policies, (Request("x/urgent", "team-hi", {"gpu": 2}, True, 0),), tuple(running))
+    first = optimal.solve(problem)
+    assert "early" in first.preempted
+    rolled = roll_forward(problem, first, t0=t0, horizon=WEEK, durations={"x/urgent": 3600, "early": 7200},
+                          replan=optimal.solve)
+    early = next(r for r in rolled.runs if r.id == "early")
+    assert (early.start, early.stopped) == (0, 0)
+    assert any("early has started_at after the forecast's start" in n for n in rolled.notes)

@@ -271,6 +271,10 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
             notes.append(f"allocation {alloc.name} has no started_at: its run is counted from the forecast's start")
         else:
             start = int((alloc.started_at - t0).total_seconds())
+            if start > 0:   # a clock ahead of the forecast's start: it runs, so it started by now
+                notes.append(f"allocation {alloc.name} has started_at after the forecast's start: its run is "
+                             "counted from the forecast's start")
+                start = 0
         end = None if duration is None else max(start + duration, 0)
         world.add_run(Run(alloc.name, alloc.subject, alloc.pool, policy_of.get((alloc.subject, alloc.pool)),
                           alloc.holds, alloc.preemptible, start, end, initial=True, started_at=alloc.started_at))
