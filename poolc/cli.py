@@ -202,15 +202,29 @@ def schema(kind: str | None, output_dir: str | None) -> None:
 
 def _progress(quiet: bool, verbose: bool = False) -> Callable[[str], None] | None:
     """Solver progress on stderr: with --verbose, or when stderr is a terminal (a
-    person is waiting); never in CI logs or pre-commit output by itself, so the
-    same plan prints the same lines on every run."""
-    if quiet or not (verbose or sys.stderr.isatty()):
-        return None
+    person is waiting). Elsewhere (a CI log) only the heartbeat: once the command
+    has run for 5 s, a line when its next step begins, at most one per 5 s
+    (`heartbeat`), so a long plan is never a minute of silence."""
+    from . import heartbeat
 
     def report(line: str) -> None:
         click.echo(f"poolc: {line}", err=True)
 
+    if quiet:
+        return None
+    if not (verbose or sys.stderr.isatty()):
+        heartbeat.enable(report, after=_seconds(os.environ.get("POOLC_HEARTBEAT_AFTER"), 5.0))
+        return None
     return report
+
+
+def _seconds(text: str | None, default: float) -> float:
+    """A number of seconds from the environment; ``default`` when unset or not a number >= 0."""
+    try:
+        value = float(text) if text is not None else default
+    except ValueError:
+        return default
+    return value if 0 <= value < float("inf") else default
 
 
 def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:

@@ -261,11 +261,17 @@ def _key(problem: Problem, vec: list[int]) -> tuple[int, ...]:
     return tuple(v if up else -v for v, (_, up) in zip(vec, layout(problem), strict=True))
 
 
-def optimum(problem: Problem) -> list[int]:
-    """The lexicographically best objective vector over every valid plan."""
+def optimum(problem: Problem, admitted_set: set[str] | None = None) -> list[int]:
+    """The best objective vector under docs/planning.md#tiers: tiers 1-3 (the counts
+    and FIFO) lexicographically best over every valid plan; tiers 4 and 5 (start rank,
+    pool preference) best among the valid plans that reach those values and admit
+    exactly ``admitted_set`` (the request ids a plan's FIFO solve chose; None: any
+    such set, i.e. the fully lexicographic optimum). A set that is not FIFO-optimal
+    has no such plan, and the assertion fails."""
     reqs = sorted(problem.requests, key=lambda r: r.rank)
     choices = [[None] + [q.name for q in eligible(problem, r)] for r in reqs]
     cands = candidates(problem)
+    tail = len(layout(problem)) - 2          # start rank and pool preference
     best: list[int] | None = None
     best_key = None
     for size in range(len(cands) + 1):
@@ -281,6 +287,9 @@ def optimum(problem: Problem) -> list[int]:
                         continue      # a victim for a key the admissions do not need
                     vec = vector(problem, admitted, preempted)
                     key = _key(problem, vec)
+                    head = key[:tail]
+                    if admitted_set is not None and set(admitted) != admitted_set:
+                        key = head + tuple(-(10**18) for _ in key[tail:])   # ranks below any plan of the set
                     if best_key is None or key > best_key:
                         best, best_key = vec, key
                     continue
@@ -289,5 +298,7 @@ def optimum(problem: Problem) -> list[int]:
                     if choice is not None:
                         nxt[reqs[i].id] = choice
                     stack.append((i + 1, nxt))
-    assert best is not None
+    assert best is not None and best_key is not None
+    assert admitted_set is None or best_key[tail:] != tuple(-(10**18) for _ in best_key[tail:]), \
+        "no plan with the best FIFO value admits that set"
     return best

@@ -104,7 +104,7 @@ def test_optimal_matches_bruteforce_with_gpu_models_and_steering(block: int) -> 
         preempted = set(sol.preempted)
         assert bruteforce.violations(p, sol.admitted, preempted) == [], seed
         assert bruteforce.vector(p, sol.admitted, preempted) == sol.objective, seed
-        assert sol.objective == bruteforce.optimum(p), seed
+        assert sol.objective == bruteforce.optimum(p, set(sol.admitted)), seed
         assert wrong_model(p, sol.admitted) == [], seed
 
 

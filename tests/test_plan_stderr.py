@@ -34,6 +34,12 @@ def generated(tmp_path_factory) -> Path:
     return root
 
 
+def unclocked(stderr: bytes) -> bytes:
+    """``stderr`` without the heartbeat's lines, the one output that depends on the clock
+    (a run that takes longer than 5 s on a busy machine says what it is working on)."""
+    return b"".join(line for line in stderr.splitlines(keepends=True) if b" s so far: " not in line)
+
+
 def _platform(name: str, generated: Path) -> Path:
     return {"review": REVIEW, "examples": REPO / "examples", "generated": generated}[name]
 
@@ -44,7 +50,7 @@ def test_same_plan_same_stdout_and_stderr(name, generated, tmp_path):
     args = ("plan", str(root), "--state", str(tmp_path / "no-state.json"))
     first, second = poolc(*args, cwd=tmp_path), poolc(*args, cwd=tmp_path)
     assert first.returncode == second.returncode
-    assert first.stdout == second.stdout and first.stderr == second.stderr
+    assert first.stdout == second.stdout and unclocked(first.stderr) == unclocked(second.stderr)
     assert first.stdout and first.stderr     # the state note, and diagnostics where there are some
     assert b"tier " not in first.stderr and b"planned in" not in first.stderr
 
@@ -87,3 +93,30 @@ def test_a_terminal_on_stderr_sees_progress(tmp_path):
     os.close(leader)
     assert proc.returncode == 1 and stdout.startswith(b"Plan: strategy optimal")
     assert b": tier 1/" in b"".join(seen) and b"".join(seen).startswith(b"poolc: ")
+
+
+def test_a_long_plan_says_what_it_is_proving(tmp_path):
+    """Off a terminal and without --verbose, a plan that has run for the heartbeat's
+    delay says which tier it is proving as each one begins (here the delay is 0, so
+    every tier speaks); stdout is the plan, unchanged."""
+    args = ("plan", str(REVIEW), "--state", str(tmp_path / "no-state.json"))
+    plain = poolc(*args, cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "POOLC_HEARTBEAT_AFTER": "0"}
+    beating = subprocess.run([sys.executable, "-m", "poolc", *args], capture_output=True, cwd=tmp_path, env=env,
+                             timeout=600)
+    assert beating.stdout == plain.stdout and beating.returncode == plain.returncode
+    lines = [line for line in beating.stderr.decode().splitlines() if " s so far: " in line]
+    assert lines and all(line.startswith("poolc: ") for line in lines)
+    assert any(" s so far: proving " in line and "tier 1/" in line for line in lines)
+    assert unclocked(beating.stderr) == plain.stderr
+
+
+def test_verbose_gives_each_tier_s_cpu_seconds_and_the_solves_total(tmp_path):
+    """--verbose puts the CPU seconds of a tier's solves beside the deterministic
+    time the budget counts, and ends with the total of every CP-SAT solve."""
+    verbose = poolc("plan", str(REVIEW), "--state", str(tmp_path / "no-state.json"), "--verbose", cwd=tmp_path)
+    lines = verbose.stderr.decode().splitlines()
+    tiers = [line for line in lines if ": tier " in line and "[deterministic time" in line]
+    assert tiers and all(line.endswith(" CPU s]") for line in tiers)
+    totals = [line for line in lines if " CP-SAT solves: " in line]
+    assert len(totals) == 1 and totals[0].endswith(" CPU s")

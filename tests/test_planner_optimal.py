@@ -152,7 +152,7 @@ def check_against_bruteforce(p: Problem, settings: SolverSettings | None = None)
     preempted = set(sol.preempted)
     assert bruteforce.violations(p, sol.admitted, preempted) == []
     assert bruteforce.vector(p, sol.admitted, preempted) == sol.objective
-    assert sol.objective == bruteforce.optimum(p)
+    assert sol.objective == bruteforce.optimum(p, set(sol.admitted))
     pools = {q.name: q.pool for q in p.policies}
     victims = {a.name: a.pool for a in p.running}
     for name, made_room_for in sol.preempted.items():
@@ -620,7 +620,7 @@ def test_a_policy_never_preempts_its_own_steps_to_call_a_new_one_in_share() -> N
     assert sol.preempted == {}
     # [|Z| = 0: the reserve is held by a's own steps, preempted@10, admitted@10, FIFO, start ranks, preference]
     assert sol.objective == [0, 0, 1, 1, 0, 1]
-    assert bruteforce.optimum(p) == sol.objective
+    assert bruteforce.optimum(p, set(sol.admitted)) == sol.objective
 
 
 def test_higher_priority_preempts_the_most_recent_identical_borrower() -> None:

@@ -46,3 +46,15 @@ def test_a_solve_with_other_settings_leaves_the_default_solve_alone() -> None:
     stopped = solve(p, max_deterministic_time=0.0, settings=SolverSettings(reopen=False))
     assert stopped.status == "FEASIBLE" and first.status == "OPTIMAL"
     assert solve(p) == first
+
+
+def test_a_solve_is_listed_when_its_cpu_outruns_its_deterministic_time() -> None:
+    """The solver report lists a solve above 1 CPU s, or above 10 CPU s per
+    deterministic second (CP-SAT's clock counts no presolve); a quick solve whose
+    clocks agree is not listed."""
+    from poolc.planner.optimal.run import SolveCost
+
+    assert SolveCost("fifo", 0.5, 1.2).suspicious()
+    assert SolveCost("presolve-heavy", 0.01, 0.4).suspicious()
+    assert not SolveCost("quick", 0.05, 0.06).suspicious()
+    assert not SolveCost("tiny", 0.0, 0.01).suspicious()

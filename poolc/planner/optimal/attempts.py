@@ -37,8 +37,7 @@ def solve_again(settings: SolverSettings, model: cp_model.CpModel, budget: Budge
                 presolve: bool, kind: str) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
     """One more attempt at the same objective within ``room`` deterministic seconds."""
     again = cp_solver(settings, room, presolve=presolve, kind=kind)
-    status = again.solve(model)
-    budget.spent += again.deterministic_time
+    status = budget.solve(again, model)
     return again, status
 
 

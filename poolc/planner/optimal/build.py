@@ -14,12 +14,10 @@ from .tiers import add_tiers
 
 
 def build(problem: Problem, classes: list[RequestClass], victims: list[VictimClass], layout: Layout,
-          pools: list[str], settings: SolverSettings, forbidden: frozenset[int] = frozenset()) -> Built:
-    """The model of one part: ``classes`` and ``victims`` live in ``pools`` only;
-    ``forbidden``: victim classes that may not be preempted (`parts.repaired`)."""
+          pools: list[str], settings: SolverSettings) -> Built:
+    """The model of one part: ``classes`` and ``victims`` live in ``pools`` only."""
     model = cp_model.CpModel()
     b = Built(model, classes, victims, layout.rank_n)
-    b.forbidden = set(forbidden)
     by_pool = {p.name: p for p in problem.pools}
     for ci, cls in enumerate(classes):
         size = len(cls.members)
@@ -41,7 +39,7 @@ def build(problem: Problem, classes: list[RequestClass], victims: list[VictimCla
     for gi, vc in enumerate(victims):
         b.victims_of.setdefault(vc.policy.name, []).append(gi)
 
-    hard_rules(problem, b, pools, settings.flag_limit)
+    hard_rules(problem, b, pools)
     dominance.victim_dominance(b)
     if settings.request_dominance == "all":
         dominance.request_dominance(b)

@@ -30,7 +30,7 @@ def victim_dominance(b: Built) -> None:
             big = b.victims[gj]
             if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()) or not set(lone.borrows) <= set(big.borrows):
                 continue
-            if gj in b.forbidden or (gj in b.flagged and gi not in b.flagged):
+            if gj in b.flagged and gi not in b.flagged:
                 continue    # a restricted copy preempts the lone one outright, the big one only when allowed
             later = sum(1 for a in big.members if a.start_rank > rank)
             if later:

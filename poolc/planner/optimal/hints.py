@@ -84,8 +84,6 @@ def restricted(b: Built, floor: float, vfloor: float, assignment: dict[int, int]
     for gi, var in b.v.items():
         vc = b.victims[gi]
         size, copy = len(vc.members), model.get_int_var_from_proto_index(var.index)
-        if gi in b.forbidden:
-            continue
         if vc.policy.priority < vfloor and gi not in b.flagged:
             model.add(copy == size)
             moved[var.index] = size

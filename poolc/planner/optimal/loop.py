@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 
+from ... import heartbeat
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from . import attempts, folds, hints, retries
 from .model import Built, Tier, clear_row, decisions, linear, lookup
@@ -51,6 +52,9 @@ def solve_tiers(run: Run, b: Built, st: PartResult, start: int) -> None:
 def solve_tier(run: Run, b: Built, st: PartResult, i: int) -> None:
     """Tier ``i`` (1-based): solved (unless the tier before proved it too), then fixed."""
     tier, budget = b.tiers[i - 1], run.budget
+    budget.doing = tier_line(b, st.label, i, "", None)
+    heartbeat.step(f"proving {budget.doing}")
+    first_solve = len(budget.solves)
     set_up(b, st, i)
     expr = linear(tier.terms)
     bound = tier.trivial_bound
@@ -69,7 +73,7 @@ def solve_tier(run: Run, b: Built, st: PartResult, i: int) -> None:
             retry(run, b, ts)
         bound = take_answer(b, st, ts, bound)
     st.spent[i] += budget.spent
-    record(run, b, st, i, expr, bound)
+    record(run, b, st, i, expr, bound, sum(s.cpu for s in budget.solves[first_solve:]))
 
 
 def set_up(b: Built, st: PartResult, i: int) -> None:
@@ -94,8 +98,7 @@ def first_attempt(run: Run, b: Built, st: PartResult, i: int, after: Tier | None
     spent0 = budget.spent
     solver = attempts.cp_solver(run.settings, min(left, quick_limit(run.settings, b, i, weight)),
                                 presolve=i <= b.count_tiers, kind=kind)
-    status = solver.solve(model)
-    budget.spent += solver.deterministic_time
+    status = budget.solve(solver, model)
     note = functools.partial(tier_note, run.progress, b, st.label, i)
     return TierSolve(i, tier, after, weight, expr, model, assignment, left, kind, note, spent0, solver, status)
 
@@ -153,7 +156,8 @@ def take_answer(b: Built, st: PartResult, ts: TierSolve, bound: int) -> int:
     return bound
 
 
-def record(run: Run, b: Built, st: PartResult, i: int, expr: cp_model.LinearExpr, bound: int) -> None:
+def record(run: Run, b: Built, st: PartResult, i: int, expr: cp_model.LinearExpr, bound: int,
+           cpu: float) -> None:
     """Tier ``i``'s value and bound kept, the value fixed as a row, the request
     dominance rows dropped once FIFO is fixed, and the progress line."""
     tier = b.tiers[i - 1]
@@ -165,14 +169,25 @@ def record(run: Run, b: Built, st: PartResult, i: int, expr: cp_model.LinearExpr
         drop_cuts(b)
     if run.progress:
         run.progress(tier_line(b, st.label, i, f": {value}" + ("" if st.bounds[-1] == value else f" (bound {bound})"),
-                               run.budget))
+                               run.budget, cpu))
 
 
 def fix(b: Built, st: PartResult, i: int, expr: cp_model.LinearExpr, value: int) -> None:
-    """Hold tier ``i`` (1-based) at ``value`` from now on, remembering the row
-    (`reopening` clears the rows of the tiers after the one it reopens)."""
-    st.rows[i] = len(b.model.proto.constraints)
+    """Hold tier ``i`` (1-based) at ``value`` from now on, remembering the rows
+    (`reopening` clears the rows of the tiers after the one it reopens).
+
+    FIFO also holds each class's admitted count at its answer's: the start-rank
+    and pool-preference tiers choose victims and pools among the plans that admit
+    the set FIFO chose, a stated rule (docs/planning.md#tiers), not a shortcut.
+    Without it those two tiers may trade one FIFO-optimal admitted set for
+    another, which is a search over admissions again, and the fold of the two
+    tiers then took longer than every tier before it (docs/solver.md)."""
+    first = len(b.model.proto.constraints)
     b.model.add(expr >= value if b.tiers[i - 1].maximize else expr <= value)
+    if i == b.count_tiers + 1:
+        for ci, cls in enumerate(b.classes):
+            b.model.add(sum(b.n[ci, pi] for pi in range(len(cls.policies))) == st.vals.t[ci])
+    st.rows[i] = list(range(first, len(b.model.proto.constraints)))
 
 
 def drop_cuts(b: Built) -> None:
@@ -200,17 +215,20 @@ def polished(run: Run, b: Built, tier: Tier, objective: cp_model.LinearExprT, as
     (model.maximize if tier.maximize else model.minimize)(objective)
     hints.hint(b, assignment, model)
     solver = attempts.cp_solver(run.settings, limit, presolve=True, kind="rank")
-    status = solver.solve(model)
-    run.budget.spent += solver.deterministic_time
+    status = run.budget.solve(solver, model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return hints.answer(b, solver)
     return assignment
 
 
-def tier_line(b: Built, label: str, i: int, outcome: str, budget: Budget) -> str:
-    """The progress line of tier ``i`` (1-based): its name, ``outcome``, the budget spent."""
-    return (f"{label}tier {i}/{len(b.tiers)} {b.tiers[i - 1].name}{outcome}"
-            f" [deterministic time {budget.spent:.2f}/{budget.total:g}]")
+def tier_line(b: Built, label: str, i: int, outcome: str, budget: Budget | None, cpu: float | None = None) -> str:
+    """The progress line of tier ``i`` (1-based): its name, ``outcome``, the budget
+    spent (and the CPU seconds its solves took, where given)."""
+    line = f"{label}tier {i}/{len(b.tiers)} {b.tiers[i - 1].name}{outcome}"
+    if budget is None:
+        return line
+    return line + f" [deterministic time {budget.spent:.2f}/{budget.total:g}" + (
+        "]" if cpu is None else f", {cpu:.2f} CPU s]")
 
 
 def tier_note(progress: Progress | None, b: Built, label: str, i: int, outcome: str) -> None:

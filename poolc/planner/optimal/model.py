@@ -75,8 +75,6 @@ class Built:
     short_use: dict[tuple[str, str], tuple[Terms, int, int]] = field(default_factory=dict)  # its used, kept, cap
     short_pools: set[str] = field(default_factory=set)                        # pools with a flag that can be 1
     flagged: set[int] = field(default_factory=set)                            # victim classes the flags govern
-    unchecked: list[int] = field(default_factory=list)   # classes the rule is checked on after the solve instead
-    forbidden: set[int] = field(default_factory=set)     # victim classes that may not be preempted
     fifo: dict[int, cp_model.IntVar] = field(default_factory=dict)            # class -> prefix var
     late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var
     all_vars: list[cp_model.IntVar] = field(default_factory=list)

@@ -18,9 +18,8 @@ from .build import build
 from .classes import RequestClass, VictimClass, request_classes, victim_classes
 from .hand_out import hand_out
 from .model import Built, Layout
-from .run import Budget, PartResult, Progress, Run
+from .run import Budget, Progress, Run, SolveCost
 from .settings import SolverSettings
-from .short_keys import unjustified
 from .tiers import layout as tier_layout
 
 Part = tuple[list[str], list[RequestClass], list[VictimClass]]
@@ -37,9 +36,9 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0, progress: P
     run = Run(settings, Budget(max_deterministic_time, sum(1 for _, b in parts for t in b.tiers if t.active)),
               progress)
     results = []
-    for i, (part, b) in enumerate(parts, 1):
+    for i, (_, b) in enumerate(parts, 1):
         label = f"part {i}/{len(parts)} ({len(b.classes)} classes): " if len(parts) > 1 else ""
-        results.append(repaired(run, problem, layout, part, b, label))
+        results.append((b, loop.solve_part(run, b, label)))
     budget = run.budget
     while settings.reopen and budget.total - budget.spent > 1e-3:
         unproven = [(b, r, k) for b, r in results
@@ -52,7 +51,20 @@ def solve(problem: Problem, *, max_deterministic_time: float = 60.0, progress: P
     gap = max([abs(bd - v) / max(1, abs(v)) for bd, v in zip(bounds, objective, strict=True)], default=0.0)
     solution = hand_out(problem, results, objective, "OPTIMAL" if gap == 0 else "FEASIBLE", gap)
     solution.bounds = bounds
+    if progress is not None:
+        report_costs(progress, budget.solves)
     return solution
+
+
+def report_costs(progress: Progress, solves: list[SolveCost]) -> None:
+    """The solves a maintainer should look at (`SolveCost.suspicious`), one line each,
+    after the totals: CP-SAT's deterministic clock undercounts some work (presolve
+    counts nothing), so a budget in deterministic seconds does not bound CPU."""
+    cpu, det = sum(s.cpu for s in solves), sum(s.deterministic for s in solves)
+    progress(f"{len(solves)} CP-SAT solves: {det:.2f} deterministic s, {cpu:.2f} CPU s")
+    for s in solves:
+        if s.suspicious():
+            progress(f"  slow solve: {s.what}: {s.cpu:.2f} CPU s for {s.deterministic:.3f} deterministic s")
 
 
 def models(problem: Problem, settings: SolverSettings,
@@ -78,31 +90,6 @@ def split(problem: Problem, classes: list[RequestClass], victims: list[VictimCla
     for vc in victims:
         parts[part_of[vc.policy.pool]][2].append(vc)
     return [part for part in parts if part[1] or part[2]]
-
-
-def repaired(run: Run, problem: Problem, layout: Layout, part: Part, b: Built,
-             label: str) -> tuple[Built, PartResult]:
-    """Solve one part; where the part has too many victim classes for the short-key
-    flags (`short_keys`), check the rule on the answer instead: victim classes taken
-    although no key they borrow on is short are forbidden and the part is planned
-    again (at most `repair_rounds` times, then every unchecked class is forbidden).
-    The plan then obeys the rule and is optimal among plans without those victims."""
-    pools, classes, victims = part
-    st = loop.solve_part(run, b, label)
-    forbidden: set[int] = set()
-    rounds = run.settings.repair_rounds
-    for round_ in range(rounds + 1):
-        bad = unjustified(b, st.vals.v, st.assignment)
-        if not bad:
-            break
-        forbidden |= bad if round_ < rounds else set(b.unchecked)
-        b = build(problem, classes, victims, layout, pools, run.settings, frozenset(forbidden))
-        run.budget.tiers_left += sum(1 for t in b.tiers if t.active)
-        if run.progress is not None:
-            run.progress(f"{label}{len(bad)} victim class(es) taken for keys that are not short: "
-                         "planned again without them")
-        st = loop.solve_part(run, b, label)
-    return b, st
 
 
 def add_up(rows: list[list[int]]) -> list[int]:

@@ -7,6 +7,7 @@ what is left at the end.
 
 from __future__ import annotations
 
+from ... import heartbeat
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from . import attempts, dominance, hints, loop
 from .model import Built, clear_row, decisions, linear, lookup
@@ -30,6 +31,8 @@ def reopen(run: Run, b: Built, st: PartResult, k: int) -> bool:
     limit = budget.total - budget.spent - sum(t for j, t in st.spent.items() if j > k)
     if limit < settings.reopen_min:
         return False
+    budget.doing = loop.tier_line(b, st.label, k, " reopened", None)
+    heartbeat.step(f"proving {budget.doing}")
     if k == b.count_tiers + 1 and settings.request_dominance == "retry":
         first = len(b.model.proto.constraints)
         dominance.request_dominance(b)
@@ -40,8 +43,9 @@ def reopen(run: Run, b: Built, st: PartResult, k: int) -> bool:
     model = b.model.clone()
     for row in added:             # in the copy only
         clear_row(b.model, row)
-    for j, row in st.rows.items():
-        if j > k:
+    for j, rows in st.rows.items():
+        # the tiers after k are left out; so is FIFO's admitted set when FIFO is reopened
+        for row in rows if j > k else rows[1:] if j == k else ():
             clear_row(model, row)
     expr = linear(tier.terms)
     model.clear_objective()
@@ -51,8 +55,7 @@ def reopen(run: Run, b: Built, st: PartResult, k: int) -> bool:
     else:
         hints.hint(b, st.assignment, model)
     solver = attempts.cp_solver(settings, limit, presolve=True, kind=loop.kind_of(b, k))
-    status = solver.solve(model)
-    budget.spent += solver.deterministic_time
+    status = budget.solve(solver, model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if progress:
             progress(loop.tier_line(b, st.label, k, " reopened: nothing found", budget))
@@ -69,12 +72,13 @@ def reopen(run: Run, b: Built, st: PartResult, k: int) -> bool:
     if not better:
         st.bounds[k - 1] = bound
         return status == cp_model.OPTIMAL
-    for j, row in st.rows.items():
+    for j, rows in st.rows.items():
         if j >= k:
-            clear_row(b.model, row)
+            for row in rows:
+                clear_row(b.model, row)
     st.rows = {j: row for j, row in st.rows.items() if j < k}
-    loop.fix(b, st, k, expr, value)
     st.assignment, st.vals = answer, vals
+    loop.fix(b, st, k, expr, value)          # after: FIFO's row holds the new answer's admitted set
     st.bounds[k - 1:] = [bound]
     st.solved_with = {j for j in st.solved_with if j <= k}
     budget.tiers_left = sum(1 for t in b.tiers[k:] if t.active)

@@ -192,6 +192,5 @@ def checked(settings: SolverSettings, model: cp_model.CpModel, values: list[int]
     copy.proto.solution_hint.values.extend(values)
     check = attempts.cp_solver(settings, 1.0, presolve=False, kind="count")
     check.parameters.fix_variables_to_their_hinted_value = True
-    status = check.solve(copy)
-    budget.spent += check.deterministic_time
+    status = budget.solve(check, copy)
     return check if status == cp_model.OPTIMAL else None

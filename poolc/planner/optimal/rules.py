@@ -95,7 +95,7 @@ def kept(problem: Problem, pools: set[str]) -> Kept:
     return out
 
 
-def hard_rules(problem: Problem, b: Built, pools: list[str], flag_limit: int) -> None:
+def hard_rules(problem: Problem, b: Built, pools: list[str]) -> None:
     """H1 capacity, H2 limit, H3 non-preemptible share, and the in-share set Z;
     H5 (`short_keys`) after the capacity rows, whose use it reads."""
     held = kept(problem, set(pools))
@@ -124,7 +124,7 @@ def hard_rules(problem: Problem, b: Built, pools: list[str], flag_limit: int) ->
                  freed(by_pool.get(pool.name, []), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
             b.short_use[pool.name, k] = (used, held.pool.get((pool.name, k), 0), pool.capacity[k])
-    short_keys(b, by_pool, flag_limit)
+    short_keys(b, by_pool)
 
     inside = set(pools)
     for q in sorted(problem.policies, key=lambda q: q.name):

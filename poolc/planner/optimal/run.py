@@ -5,6 +5,7 @@ reads and changes."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,13 +16,41 @@ from .settings import SolverSettings
 Progress = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class SolveCost:
+    """One CP-SAT solve: what it was for, its deterministic seconds (what the budget
+    counts, the same on every machine) and the CPU seconds it took here (what a
+    user waits for; reported, never used to decide anything)."""
+
+    what: str
+    deterministic: float
+    cpu: float
+
+    def suspicious(self) -> bool:
+        """Worth a line in the solver report: above 1 CPU s, or more than 10 CPU s
+        per deterministic second (CP-SAT's clock undercounts presolve, so a budget
+        in deterministic time does not bound such a solve's CPU)."""
+        return self.cpu > 1.0 or self.cpu > 10 * max(self.deterministic, 1e-3) and self.cpu > 0.05
+
+
 @dataclass
 class Budget:
-    """The deterministic-time budget shared by every tier of every part."""
+    """The deterministic-time budget shared by every tier of every part, and the
+    cost of every solve charged to it."""
 
     total: float
     tiers_left: int
     spent: float = 0.0
+    doing: str = ""                                            # the tier being solved, for `charge`
+    solves: list[SolveCost] = field(default_factory=list)
+
+    def solve(self, solver: cp_model.CpSolver, model: cp_model.CpModel) -> cp_model.CpSolverStatus:
+        """``solver`` on ``model``, its deterministic time charged, its cost recorded."""
+        cpu = time.process_time()
+        status = solver.solve(model)
+        self.spent += solver.deterministic_time
+        self.solves.append(SolveCost(self.doing, solver.deterministic_time, time.process_time() - cpu))
+        return status
 
     def share(self) -> float:
         """A fair share of what is left: a hard tier cannot starve the ones after
@@ -50,7 +79,7 @@ class PartResult:
     label: str = ""
     assignment: dict[int, int] = field(default_factory=dict)   # every variable, as `vals`
     solved_with: set[int] = field(default_factory=set)         # tiers proven inside the tier before
-    rows: dict[int, int] = field(default_factory=dict)         # tier -> the row fixing its value
+    rows: dict[int, list[int]] = field(default_factory=dict)   # tier -> the rows fixing it (its value first)
     set_up: set[int] = field(default_factory=set)              # tiers whose setup has run
     spent: dict[int, float] = field(default_factory=dict)      # tier -> deterministic s its solves took
 

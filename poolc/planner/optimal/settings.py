@@ -37,8 +37,6 @@ class SolverSettings:
     fold_counts: bool = True              # each "preempted at v" tier with the next "admitted at p" folded in
     count_fold_quick: float = 0.1         # such a folded pair, before its tiers are solved apart
     count_quick: float = 1.0              # a count tier alone, before the MIP retry (when it runs)
-    flag_limit: int = 32                  # victim classes per part up to which the short-key rule is in the model
-    repair_rounds: int = 3                # rounds of the short-key check beyond `flag_limit`
     rank_polish: float = 0.3              # the start-rank fold's polished hint
     polish_from: int = 5_000              # requests in a part from which the fold gets that hint
     reopen: bool = True                   # budget left after the last tier goes to the first tier not proven

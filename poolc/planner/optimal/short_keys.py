@@ -7,10 +7,11 @@ key the preemptor needs is never taken because it borrows on another key that
 has room (Kueue never does that either: it reclaims only from queues that
 borrow a resource the preemptor lacks).
 
-In the model through one flag per (pool, key) where few victim classes need
-them; where many do, the flags' relaxation would slow every proof, so the rule
-is checked on the answer instead (`unjustified`) and the part planned again
-without the classes that broke it (`parts.repaired`).
+In the model, exactly, through one flag per (pool, key) that a governed victim
+class borrows on: there is no class limit past which the rule is checked on the
+answer instead. Such a check (forbid the classes that broke it, plan again) made
+plans optimal only among plans without those classes while they said OPTIMAL,
+and its re-plans cost more than the flags (docs/solver.md, "The short-key rule").
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cp
 from .model import Built, linear, most
 
 
-def short_keys(b: Built, by_pool: dict[str, list[int]], flag_limit: int) -> None:
-    """The rule in ``b``'s model, ``flag_limit`` victim classes at most (else checked later).
+def short_keys(b: Built, by_pool: dict[str, list[int]]) -> None:
+    """The rule in ``b``'s model, for every victim class it governs.
 
     Only a class that holds a key without borrowing on it, where that key can be
     short at all, needs the flags: the tiers already make every victim needed
@@ -38,18 +39,6 @@ def short_keys(b: Built, by_pool: dict[str, list[int]], flag_limit: int) -> None
 
     governed = [gi for pool in sorted(by_pool) for gi in by_pool[pool]
                 if any(can_be_short(pool, k) for k in b.victims[gi].holds if k not in b.victims[gi].borrows)]
-    if len(governed) > flag_limit:
-        # too many for the flags to stay cheap: only the static part here (a victim whose
-        # borrowed keys can never be short is never taken); `unjustified` checks the rest
-        for gi in governed:
-            vc = b.victims[gi]
-            if not any(can_be_short(vc.policy.pool, k) for k in vc.borrows):
-                b.forbidden.add(gi)
-            elif gi not in b.forbidden:
-                b.unchecked.append(gi)
-        governed = []
-    for gi in sorted(b.forbidden):
-        model.add(b.v[gi] == 0)
     for gi in governed:
         pool = b.victims[gi].policy.pool
         vc = b.victims[gi]
@@ -90,22 +79,3 @@ def allowed(b: Built, gi: int, hint: dict[int, int]) -> bool:
         return True
     pool = b.victims[gi].policy.pool
     return any(hint.get(b.short[pool, k].index, 0) for k in b.victims[gi].borrows if (pool, k) in b.short)
-
-
-def unjustified(b: Built, preempted: dict[int, int], assignment: dict[int, int]) -> set[int]:
-    """Victim classes the answer preempts (``preempted``: count per victim class,
-    ``assignment``: every variable) although no key they borrow on is short."""
-    bad = set()
-    for gi in b.unchecked:
-        if preempted.get(gi, 0) == 0:
-            continue
-        pool = b.victims[gi].policy.pool
-        short = False
-        for k in b.victims[gi].borrows:
-            if (pool, k) in b.short_use:
-                used, kept, cap = b.short_use[pool, k]
-                total = sum(assignment[var.index] * c for var, c in used)
-                short = short or (total >= 1 and total + kept > cap)
-        if not short:
-            bad.add(gi)
-    return bad
