@@ -238,15 +238,22 @@ def run_plan(directory: Path, strategy: str, out_json: Path, code: Path = REPO) 
     os.unlink(stages_file)
     data = out_json.read_bytes()
     try:
-        solver = json.loads(data)["solver"]
+        plan = json.loads(data)
+        solver = plan["solver"]
     except (ValueError, KeyError):
         sys.exit(f"poolc plan failed ({proc.returncode}):\n{err[-3000:]}")
+    priority = {q["name"]: q["priority"] for q in plan.get("policies", [])}
+    admitted: dict[int, int] = {}
+    for r in plan.get("requests", []):
+        if r.get("status") == "allocated" and r.get("policy") in priority:
+            admitted[priority[r["policy"]]] = admitted.get(priority[r["policy"]], 0) + 1
     # the child's own peak; ru_maxrss also counts this process's size when it forked the child
     peak = stages.pop("peak_mb", None) or usage.ru_maxrss / 1024
     work, proof = stages.pop("work", {}), stages.pop("proof", "")
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": peak,
             "stages": stages, "status": solver["status"], "gap": solver["gap"], "work": work, "proof": proof,
-            "sha": hashlib.sha256(data).hexdigest()[:12]}
+            "sha": hashlib.sha256(data).hexdigest()[:12],
+            "admitted": dict(sorted(admitted.items(), reverse=True))}
 
 
 def _rest(whole: float, stages: dict[str, float]) -> float:
@@ -365,6 +372,8 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
                           f"{w.get('det', 0.0):6.2f} {w.get('scip', 0):4d} {w.get('nodes', 0):5d} "
                           f"{w.get('lp', 0):7d} {r['proof']:<16} | {wall}\n"
                           f"{'':>141}cpu | {cpu}", flush=True)
+                    print(f"{'':>10} admitted per priority: "
+                          + ", ".join(f"{p}: {n}" for p, n in r["admitted"].items()), flush=True)
                     if args.repeat > 1:
                         print(f"{'':>10} cpu of {args.repeat} runs: "
                               + " ".join(f"{c:.2f}" for c in r["cpus"])

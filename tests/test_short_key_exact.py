@@ -17,7 +17,7 @@ from sweep import blocks
 from test_planner_optimal import bruteforce, policy, problem, random_contention_problem, random_problem, req, run
 
 from poolc.domain.problem import Pool, Problem
-from poolc.planner.optimal import solve
+from poolc.planner.optimal import SolverSettings, solve
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,3 +87,15 @@ def test_a_victim_class_the_gpu_steps_need_is_not_forbidden(count: int) -> None:
     assert bruteforce.violations(p, sol.admitted, set(sol.preempted)) == []
     if count <= 3:
         assert sol.objective == bruteforce.optimum(p, set(sol.admitted))
+
+
+@pytest.mark.parametrize("count", [3, 33])
+def test_request_dominance_keeps_the_shortage_a_victim_needs(count: int) -> None:
+    """The request dominance rows (a CPU-only step takes the place of a GPU step
+    that arrived later: it needs no more of any key) must not apply where the
+    exchange would end the GPU shortage that allows the victims: with them in the
+    model from the first tier, the plan is the same as without them."""
+    p = many_governed_victims(count)
+    plain, cut = solve(p), solve(p, settings=SolverSettings(request_dominance="all"))
+    assert cut.status == plain.status == "OPTIMAL"
+    assert cut.objective == plain.objective and cut.admitted == plain.admitted

@@ -37,14 +37,22 @@ def victim_dominance(b: Built) -> None:
                 b.model.add(b.v[gj] >= later * b.v[gi])
 
 
-def dominates(a: RequestClass, pa: int, other: RequestClass, pb: int) -> bool:
+def dominates(a: RequestClass, pa: int, other: RequestClass, pb: int,
+              shortable: frozenset[str] = frozenset()) -> bool:
     """Through one policy, a member of ``a`` can take the place of a member of
-    ``other``: it needs no more of any metered key, and it is preemptible unless
-    ``other`` is not (the non-preemptible share only counts those)."""
+    ``other``: it needs no more of any metered key, exactly as much of each key in
+    ``shortable`` (the keys of that pool whose short-key flag can be 1), and it is
+    preemptible unless ``other`` is not (the non-preemptible share only counts those).
+
+    Why the equality: a victim the short-key rule governs may be taken only while
+    a key it borrows on is short (`short_keys`). Needing less of such a key could
+    end the shortage, and with it the victim's right to be taken, so the exchange
+    below would leave the rules; with the same amount the shortage is as it was."""
     if other.preemptible and not a.preemptible:
         return False
     mine, theirs = a.demands[pa], other.demands[pb]
-    return all(theirs.get(k, 0) >= v for k, v in mine.items())
+    return (all(theirs.get(k, 0) >= v for k, v in mine.items())
+            and all(theirs.get(k, 0) == mine.get(k, 0) for k in shortable))
 
 
 def request_dominance(b: Built) -> None:
@@ -64,7 +72,8 @@ def request_dominance(b: Built) -> None:
     `victim_dominance` (start rank grows, admissions stay), ends in a solution
     obeying every cut with the same count tiers, so the cuts remove no
     lexicographic optimum, in any tier or restricted copy (an exchange through q
-    keeps admissions through q in Z when they were).
+    keeps admissions through q in Z when they were), and no shortage the short-key
+    rule counts on ends (`dominates`).
 
     Since c is nondecreasing in k, t_A <= k implies t_B <= c(k): one row per
     distinct c(k) < what B can reach, at the largest such k, enforced by
@@ -99,10 +108,12 @@ def request_dominance(b: Built) -> None:
     ranks = [[r.rank for r in cls.members] for cls in b.classes]
     for name in sorted(b.through):
         here = b.through[name]
+        pool = b.classes[here[0][0]].policies[here[0][1]].pool
+        shortable = frozenset(k for p, k in b.shortable if p == pool)
         for ca, pa in here:
             A = b.classes[ca]
             for cb, pb in here:
-                if ca == cb or not dominates(A, pa, b.classes[cb], pb):
+                if ca == cb or not dominates(A, pa, b.classes[cb], pb, shortable):
                     continue
                 top = min(len(ranks[cb]), b.reach[cb])
                 rows: dict[int, int] = {}                     # c -> largest k

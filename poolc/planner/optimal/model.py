@@ -74,6 +74,7 @@ class Built:
     short: dict[tuple[str, str], cp_model.IntVar] = field(default_factory=dict)   # (pool, key) -> is short
     short_use: dict[tuple[str, str], tuple[Terms, int, int]] = field(default_factory=dict)  # its used, kept, cap
     short_pools: set[str] = field(default_factory=set)                        # pools with a flag that can be 1
+    shortable: set[tuple[str, str]] = field(default_factory=set)              # (pool, key) whose flag can be 1
     flagged: set[int] = field(default_factory=set)                            # victim classes the flags govern
     fifo: dict[int, cp_model.IntVar] = field(default_factory=dict)            # class -> prefix var
     late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var

@@ -57,6 +57,7 @@ def short_keys(b: Built, by_pool: dict[str, list[int]]) -> None:
                 else:
                     model.add(linear(used) >= max(1, cap - kept + 1)).only_enforce_if(flag)
                     b.short_pools.add(pool)
+                    b.shortable.add((pool, k))
             flags.append(b.short[pool, k])
         size = len(vc.members)
         if not flags:
