@@ -91,6 +91,9 @@ def _models(pool: Pool) -> frozenset[str] | None:
 
 def check_placement(pool: Pool, policy: PolicyRule, request: Request) -> Ineligibility | None:
     """Can the pool's nodes run the request at all (model, pool_selector, one node)?"""
+    if request.pinned_pool is not None and pool.name != request.pinned_pool:
+        return Ineligibility(policy, SELECTOR, "pool", 0, 0,
+                             f"it ran on pool '{request.pinned_pool}' and waits for that pool again")
     models = _models(pool)
     wants_model = request.gpu_type if request.demand.get("gpu", 0) > 0 else None
     if wants_model and models is not None and not any(matches(wants_model, m) for m in models):

@@ -75,12 +75,16 @@ class Request:
     gpu_type: str | None = None
     pools: tuple[str, ...] = ()
     pool_selector: tuple[tuple[str, str], ...] = ()
+    # the one pool it may run on: running work of no step that was preempted waits
+    # again in its own pool (the forecast's roll-forward), as Kueue requeues a
+    # Workload in its own ClusterQueue; None for every step
+    pinned_pool: str | None = None
 
     @property
-    def placement(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    def placement(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str]:
         """What besides requester, demand and preemptible decides where it may go:
         requests equal in all of these are interchangeable."""
-        return (self.gpu_type or "", self.pools, self.pool_selector)
+        return (self.gpu_type or "", self.pools, self.pool_selector, self.pinned_pool or "")
 
 
 @dataclass(frozen=True)

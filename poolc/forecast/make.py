@@ -13,7 +13,8 @@ from datetime import datetime
 from ..diagnostics import Diagnostic, has_errors
 from ..domain.naming import allocation_name
 from ..domain.plan import ALLOCATED, QUEUED
-from ..domain.problem import Problem
+from ..domain.problem import Problem, Request
+from ..inputs import request_of
 from ..model import SageMakerComponent
 from ..plan import PlanResult, resolve_now
 from .costs import PRICE_TABLE_DATE, PRICE_TABLE_SOURCE, instance_prices, pool_rates, sagemaker_rate
@@ -27,6 +28,24 @@ from .summary import Forecast, Pricing, summarize
 class ForecastResult:
     forecast: Forecast | None
     diagnostics: tuple[Diagnostic, ...]     # why there is none (errors), or F-rule findings
+
+
+def steps_of_allocations(result: PlanResult) -> dict[str, Request]:
+    """Running allocation name -> the request of the step it runs (by apply's name
+    for the step, or the allocation the plan found running it, e.g. one whose
+    ``spec.step`` names the step): what it waits again as when preempted, with the
+    step's GPU model, pools and pool_selector."""
+    by_id = {r.id: r for r in result.validation.requests if r.requester is not None}
+    found: dict[str, Request] = {}
+    for planned in result.plan.requests:
+        step = by_id.get(planned.id)
+        if step is None:
+            continue
+        template = request_of(step, 0, dict(step.demand))
+        found.setdefault(allocation_name(step.id), template)
+        if planned.running:
+            found[planned.running] = template
+    return found
 
 
 def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | None = None,
@@ -49,13 +68,18 @@ def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | Non
     managed = Problem(problem.pools, problem.policies, tuple(r for r in problem.requests if r.id in waiting),
                       problem.running)
     step_durations = durations_of(requests)
+    steps = steps_of_allocations(result)
+    for name, step in steps.items():   # an allocation lasts as long as its step, whatever its name
+        if step.id in step_durations:
+            step_durations[name] = step_durations[step.id]
     seconds = {name: d.seconds for name, d in step_durations.items()}
     strategy = result.solution.strategy
     replan_notes: list[str] = []
     rolled = roll_forward(managed, result.solution, t0=t0, horizon=horizon, durations=seconds,
-                          replan=replan or replanner(result, replan_notes), bound_classes=strategy == "optimal")
+                          replan=replan or replanner(result, replan_notes), bound_classes=strategy == "optimal",
+                          steps=steps)
     rolled.notes.extend(replan_notes)
-    names = {allocation_name(r.id): r.id for r in requests}
+    names = {allocation_name(r.id): r.id for r in requests} | {name: step.id for name, step in steps.items()}
     prices = instance_prices(instance_price_override)
     components = {c.name: c for entry in config.stacks.values() for c in entry.obj.spec.step_operators}
     run_rates: dict[str, float] = {}

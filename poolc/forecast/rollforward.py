@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from ..domain.borrowing import borrowed_parts
@@ -52,6 +52,7 @@ class Run:
     started_at: datetime | None  # for the victim order (missing = earliest)
     stopped: int | None = None   # preempted at
     rank: int | None = None      # a started request's arrival rank (it keeps it when it waits again)
+    request: Request | None = None   # what it waits again as when preempted (where it may run); None: pinned
 
 
 @dataclass
@@ -141,8 +142,7 @@ class _World:
             run.stopped = now
             self.requeued += 1
             rank = run.rank if run.rank is not None else REQUEUED_RANK + self.requeued
-            request = Request(run.id, run.subject, dict(run.holds), run.preemptible, rank)
-            self.add_wait(Wait(request, now, preempted=True))
+            self.add_wait(Wait(_again(run, rank), now, preempted=True))
             requeued |= self.pools_of_subject.get(run.subject, set())
         for rid in sorted(solution.admitted):
             policy = self.by_policy[solution.admitted[rid]]
@@ -153,7 +153,8 @@ class _World:
             duration = durations.get(rid)
             self.add_run(Run(rid, wait.request.requester, policy.pool, policy.name, wait.request.demand,
                              wait.request.preemptible, now, None if duration is None else now + duration,
-                             initial=False, started_at=self.t0 + timedelta(seconds=now), rank=wait.request.rank))
+                             initial=False, started_at=self.t0 + timedelta(seconds=now), rank=wait.request.rank,
+                             request=wait.request))
         return requeued
 
     def plan(self, pools: set[str], now: int, durations: Mapping[str, int | None]) -> tuple[bool, set[str]]:
@@ -167,6 +168,15 @@ class _World:
 
 def _rank(wait: Wait) -> int:
     return wait.request.rank
+
+
+def _again(run: Run, rank: int) -> Request:
+    """What preempted work waits again as: its step's request, with the step's
+    GPU model, pools and pool_selector (so it runs again only where the step may
+    run), holding what it held; work of no step waits for its own pool."""
+    if run.request is None:
+        return Request(run.id, run.subject, dict(run.holds), run.preemptible, rank, pinned_pool=run.pool)
+    return replace(run.request, demand=dict(run.holds), preemptible=run.preemptible, rank=rank)
 
 
 def _room(pools: tuple[Pool, ...], running: list[Running], requests: list[Request],
@@ -222,7 +232,7 @@ def _room(pools: tuple[Pool, ...], running: list[Running], requests: list[Reques
 def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Running],
              problem: Problem) -> list[Request]:
     """Only as many of each class of identical requests (requester, demand,
-    preemptible) as could ever be admitted at once: per pool of the requester,
+    preemptible, placement) as could ever be admitted at once: per pool of the requester,
     what fits in its ``_room``. The optimal strategy hands a class's admissions out
     by arrival rank, so the members left out could never be chosen: the plan is the
     same, only smaller (a class that fits nowhere is left out whole)."""
@@ -237,12 +247,12 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
         shape = shapes.get(id(request.demand))
         if shape is None:
             shape = shapes[id(request.demand)] = tuple(sorted(request.demand.items()))
-        key = (request.requester, shape, request.preemptible)
+        key = (request.requester, shape, request.preemptible, request.placement)   # a class of the planner
         if key not in limits:
             total = 0
             for q in problem.policies_of(request.requester):
                 left = room.get(q.pool)
-                if left is None:
+                if left is None or request.pinned_pool not in (None, q.pool):
                     continue
                 fits = [left[k] // v for k, v in request.demand.items() if v > 0 and k in left]
                 total += max(0, min(fits)) if fits else len(requests)
@@ -254,13 +264,17 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
 
 
 def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: int,
-                 durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False) -> Rolled:
+                 durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False,
+                 steps: Mapping[str, Request] | None = None) -> Rolled:
     """Roll ``problem`` forward from the plan ``first`` (what the plan decides now).
 
     ``durations``: request id or running allocation name -> seconds (None:
     unknown). ``horizon``: seconds; nothing starts after it. ``bound_classes``:
     hand the planner only the members of each class of identical requests that
-    could be admitted (exact for the optimal strategy, see ``_bounded``)."""
+    could be admitted (exact for the optimal strategy, see ``_bounded``).
+    ``steps``: running allocation name -> the request of the step it runs (its id
+    and where it may run), what the allocation waits again as when preempted; an
+    allocation of no step waits for its own pool."""
     world = _World(problem, t0, replan, bound_classes)
     notes: list[str] = []
     policy_of = {(q.subject, q.pool): q.name for q in problem.policies}
@@ -277,7 +291,8 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                 start = 0
         end = None if duration is None else max(start + duration, 0)
         world.add_run(Run(alloc.name, alloc.subject, alloc.pool, policy_of.get((alloc.subject, alloc.pool)),
-                          alloc.holds, alloc.preemptible, start, end, initial=True, started_at=alloc.started_at))
+                          alloc.holds, alloc.preemptible, start, end, initial=True, started_at=alloc.started_at,
+                          request=(steps or {}).get(alloc.name)))
     for request in problem.requests:
         world.add_wait(Wait(request, 0))
     world.apply(0, first, durations)

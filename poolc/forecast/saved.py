@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .summary import Forecast, IdleShare, StepForecast, TeamForecast
+from .summary import Forecast, IdleShare, RunForecast, StepForecast, TeamForecast
 
 NonNegative = Annotated[int, Field(ge=0)]
 Late = Literal["after-horizon", "never"]
@@ -55,6 +55,17 @@ class _Idle(_Model):
     usd_idle: Money | None
 
 
+class _Run(_Model):
+    id: str
+    team: str
+    pool: str
+    policy: str | None
+    holds: dict[str, NonNegative]
+    start: int
+    end: int | Literal["unknown"]
+    preempted_at: int | None
+
+
 class _Forecast(_Model):
     strategy: str
     start: str
@@ -67,6 +78,7 @@ class _Forecast(_Model):
     replans: NonNegative = 0
     events: NonNegative = 0
     notes: list[str] = []
+    schedule: list[_Run] = []
 
 
 def read_forecast(data: Any) -> Forecast:
@@ -84,5 +96,7 @@ def read_forecast(data: Any) -> Forecast:
     teams = tuple(TeamForecast(t.team, t.queued, t.p50_start, t.p90_start, t.drained, t.gpu_hours_admitted,
                                t.gpu_hours_waiting, t.gpu_hours_lost, t.usd) for t in model.teams)
     idle = tuple(IdleShare(x.policy, x.pool, x.gpu_hours_idle, x.usd_idle) for x in model.idle_reserved)
+    schedule = tuple(RunForecast(r.id, r.team, r.pool, r.policy, dict(r.holds), r.start,
+                                 None if r.end == "unknown" else r.end, r.preempted_at) for r in model.schedule)
     return Forecast(model.strategy, model.start, model.horizon, steps, teams, idle, dict(model.durations),
-                    dict(model.price_table), model.replans, model.events, tuple(model.notes))
+                    dict(model.price_table), model.replans, model.events, tuple(model.notes), schedule)

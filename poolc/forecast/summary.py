@@ -45,6 +45,33 @@ Start = int | str | None        # seconds, "after-horizon", "never"; None when n
 
 
 @dataclass(frozen=True)
+class RunForecast:
+    """One stretch of work holding capacity in the forecast: a running allocation or a
+    step the forecast starts, on which pool, through which policy, from when to when.
+    The list of them is the schedule: at any instant the work whose stretch covers it
+    is what holds each pool, so a reader can check it against every capacity and limit."""
+
+    id: str
+    team: str
+    pool: str
+    policy: str | None
+    holds: Mapping[str, int]
+    start: int                  # seconds from the forecast's start; negative: it ran before
+    end: int | None             # when it ends as planned; None: its duration is unknown
+    preempted_at: int | None    # when the forecast stops it (then it holds nothing from there on)
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "team": self.team, "pool": self.pool, "policy": self.policy,
+                "holds": dict(sorted(self.holds.items())), "start": self.start,
+                "end": "unknown" if self.end is None else self.end, "preempted_at": self.preempted_at}
+
+    def holds_at(self, when: int) -> bool:
+        """Whether this stretch holds its capacity at ``when`` (start included, end not)."""
+        stop = self.preempted_at if self.preempted_at is not None else self.end
+        return self.start <= when and (stop is None or when < stop)
+
+
+@dataclass(frozen=True)
 class TeamForecast:
     team: str
     queued: int
@@ -89,6 +116,7 @@ class Forecast:
     replans: int = 0
     events: int = 0
     notes: tuple[str, ...] = field(default=())
+    schedule: tuple[RunForecast, ...] = field(default=())
 
     @property
     def drained(self) -> Start:
@@ -99,7 +127,8 @@ class Forecast:
                 "drained": self.drained, "steps": [s.as_dict() for s in self.steps],
                 "teams": [t.as_dict() for t in self.teams], "idle_reserved": [x.as_dict() for x in self.idle],
                 "durations": dict(sorted(self.durations.items())), "price_table": dict(self.prices),
-                "replans": self.replans, "events": self.events, "notes": list(self.notes)}
+                "replans": self.replans, "events": self.events, "notes": list(self.notes),
+                "schedule": [r.as_dict() for r in self.schedule]}
 
 
 def _latest(starts: list[Start]) -> Start:
@@ -182,9 +211,12 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
         rows.append(TeamForecast(team, len(mine), percentile(starts, 0.5), percentile(starts, 0.9), _latest(starts),
                                  _hours(admitted), _hours(waiting), _hours(lost),
                                  None if usd is None else round(usd, 2)))
+    schedule = tuple(sorted((RunForecast(names.get(r.id, r.id), r.subject, r.pool, r.policy, r.holds, r.start,
+                                         r.end, r.stopped) for r in rolled.runs),
+                            key=lambda r: (r.start, r.id, r.pool)))
     return Forecast(strategy, start, horizon, tuple(steps), tuple(rows),
                     idle_shares(rolled, policies, pricing), _sources(durations, rolled), prices,
-                    rolled.replans, rolled.events, tuple(rolled.notes))
+                    rolled.replans, rolled.events, tuple(rolled.notes), schedule)
 
 
 def _sources(durations: Mapping[str, tuple[int | None, str]], rolled: Rolled) -> dict[str, int]:
