@@ -312,8 +312,9 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
         what = "the state file or the cluster's reports" if observed else f"the state file {_t(result.state_path)}"
         click.echo(f"poolc: cannot read {what}; no plan made", err=True)
         sys.exit(EXIT_FINDINGS)
-    made = _forecast(result, horizon_seconds, instance_prices) if forecast else None
-    before = _base_forecast(base_data) if made is not None and base_data is not None else None
+    # the base forecast first: this one starts at its instant, so the two share one clock
+    before = _base_forecast(base_data) if forecast and base_data is not None else None
+    made = _forecast(result, horizon_seconds, instance_prices, before.start if before else None) if forecast else None
     plan_json = to_json(result.plan) if out_file or fmt == "json" else ""   # serialised once, for both
     if made is not None and plan_json:
         from .forecast.command import with_forecast
@@ -404,11 +405,11 @@ def _horizon(text: str) -> int:
         raise click.BadParameter(str(exc), param_hint="--horizon") from None
 
 
-def _forecast(result: Any, horizon: int, prices_file: str | None) -> Any:
+def _forecast(result: Any, horizon: int, prices_file: str | None, start: str | None = None) -> Any:
     """The plan's forecast; on bad input its diagnostics on stderr and exit 1."""
     from .forecast.command import forecast_or_diagnostics
 
-    made, problems = forecast_or_diagnostics(result, horizon, prices_file)
+    made, problems = forecast_or_diagnostics(result, horizon, prices_file, start)
     if made is None:
         click.echo(problems, nl=False, err=True)
         sys.exit(EXIT_FINDINGS)

@@ -162,16 +162,18 @@ def test_never_after_the_horizon_and_money(tmp_path):
     a/big (2 GPUs) never starts. pool-b (2 GPUs): b/long (10 d) and b/short (1 h,
     the pipeline's default duration) start now; b/wide needs both GPUs, and the
     only thing that frees one within the week is short, so it waits past the
-    horizon (long ends on day 10). Money: stuck-a 3 GPUs x 168 h x $2.50; team b:
-    long 168 GPU-h + short 1 GPU-h at $1, and short's 2 cores for 1 h at $0.50.
-    team-b reserves 2 GPUs: 2 x 168 - 168 - 1 = 167 GPU-h idle, $167."""
+    horizon (long ends on day 10). Money: stuck-a has no duration, so it is never
+    priced to the horizon: 3 GPUs x $2.50 an hour while it runs; team b: long 168
+    GPU-h + short 1 GPU-h at $1, and short's 2 cores for 1 h at $0.50 (known work,
+    inside the horizon). team-b reserves 2 GPUs: 2 x 168 - 168 - 1 = 167 GPU-h idle, $167."""
     path = tmp_path / "platform.yaml"
     path.write_text(PLATFORM)
     forecast = forecast_of(path)
     assert starts(forecast) == {("a/big", False): "never", ("b/long", False): 0, ("b/short", False): 0,
                                 ("b/wide", False): "after-horizon"}
     a, b = team(forecast, "orch-a"), team(forecast, "orch-b")
-    assert (a.drained, a.usd, a.gpu_hours_waiting) == ("never", 3 * 168 * 2.5, 2 * 168)
+    assert (a.drained, a.usd, a.gpu_hours_waiting) == ("never", None, 2 * 168)
+    assert (a.usd_per_hour_unknown, a.unknown_runs) == (3 * 2.5, 1)
     assert (b.p50_start, b.p90_start, b.drained) == (0, "after-horizon", "after-horizon")
     assert b.usd == 168 + 1 + 2 * 0.5
     assert {x.policy: (x.gpu_hours, x.usd) for x in forecast.idle} == {"team-a": (0, 0.0), "team-b": (167, 167.0)}
@@ -275,8 +277,9 @@ def test_before_and_after_golden(tmp_path, request):
     """Three more GPUs and prod's limit from 6 to 9: report no longer waits for
     evaluate, it starts now too (7 GPUs free, trial-c still preempted for the
     ninth); research's trial_d and trial-c then start when evaluate ends (1 h).
-    Spend: research runs trial-c again an hour earlier, 2 GPUs x 1 h x $2.10 more
-    per week, x 30/7 per month."""
+    Spend: trial-c runs again an hour earlier, but it has no duration, so it is a
+    rate while it runs (2 GPUs x $2.10 an hour, before and after), never priced to
+    the horizon; trial_d (30 min) costs the same, earlier: ±$0 in the horizon."""
     before, after = forecast_of(tiers(tmp_path, 6)), forecast_of(tiers(tmp_path, 9, 13))
     rows = {r.team: r for r in compare.compare(before, after)}
     assert rows["prod-orch"].p90 == (H, 0)

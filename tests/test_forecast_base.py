@@ -46,7 +46,7 @@ def test_comment_leads_with_the_before_after_table(tmp_path, monkeypatch, reques
     text = result.stdout.replace(str(tmp_path), "<tmp>")
     top = text.index("#### Forecast: before → after")
     assert top < text.index("#### Forecast\n") < text.index("This plan's forecast per team")
-    assert "| prod-orch | now | 1 h → now | -3 GPU-h/week | ±0 | ±$0/month |" in text
+    assert "| prod-orch | now | 1 h → now | -3 GPU-h/week | ±0 | ±$0 |" in text
     golden = GOLDEN / "pr-comment-with-base.md"
     if request.config.getoption("--update-golden"):
         golden.write_text(text)
@@ -104,3 +104,24 @@ def test_names_from_a_base_plan_file_are_inert_in_the_comment_and_the_log(tmp_pa
     assert "<img" not in markdown.stdout and "@admin" not in markdown.stdout and "##[" not in markdown.stdout
     text = cli("plan", head, "--state", state, "--base", base_file, "--forecast")
     assert "onerror" in text.stdout and "##[" not in text.stdout
+
+
+def test_base_and_head_taken_18_s_apart_share_one_clock(tmp_path, monkeypatch):
+    """The pull request's plan is made 18 s after the base's, on the same platform:
+    its forecast starts at the base's instant, so nothing changes for any team (the
+    running trials' lost hours and every start would otherwise move by 18 s)."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    state, base_file = str(tmp_path / "none.json"), tmp_path / "base.json"
+    platform = str(tiers(tmp_path))
+    made = cli("plan", platform, "--state", state, "--out", str(base_file), "--forecast")
+    assert made.exit_code == 0, made.stderr
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(EPOCH) + 18))
+    alone = json.loads(cli("plan", platform, "--state", state, "--forecast", "--format", "json").stdout)
+    result = cli("plan", platform, "--state", state, "--base", str(base_file), "--forecast", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data, saved = json.loads(result.stdout), json.loads(base_file.read_text())["forecast"]
+    assert alone["forecast"]["start"] != saved["start"]          # the clock did move
+    assert data["forecast"]["start"] == saved["start"]
+    assert data["forecast"]["teams"] == saved["teams"] and data["forecast"]["steps"] == saved["steps"]
+    for row in data["base"]["forecast_changes"]:
+        assert all(v["before"] == v["after"] for v in row.values() if isinstance(v, dict)), row

@@ -22,8 +22,11 @@ from .saved import read_forecast
 from .summary import Forecast
 
 
-def forecast_or_diagnostics(result: PlanResult, horizon: int, prices_file: str | None) -> tuple[Forecast | None, str]:
-    """(the forecast, or None; the text to print on stderr)."""
+def forecast_or_diagnostics(result: PlanResult, horizon: int, prices_file: str | None,
+                            start: str | None = None) -> tuple[Forecast | None, str]:
+    """(the forecast, or None; the text to print on stderr). ``start``: the instant
+    it starts at (the base plan's, so that base and head share one clock), else
+    SOURCE_DATE_EPOCH or the clock."""
     override = None
     if prices_file is not None:
         text = read_regular(prices_file)
@@ -33,7 +36,7 @@ def forecast_or_diagnostics(result: PlanResult, horizon: int, prices_file: str |
             override = read_price_table(text, prices_file)
         except ValueError as exc:
             return None, f"{exc}\npoolc: no forecast: the instance price table is not valid\n"
-    made = forecast_plan(result, horizon=horizon, instance_price_override=override)
+    made = forecast_plan(result, horizon=horizon, instance_price_override=override, now=start)
     shown = render("text", list(made.diagnostics)) if made.diagnostics else ""
     if made.forecast is None:
         return None, shown + "poolc: no forecast: the inputs do not validate (see the errors above)\n"

@@ -1,8 +1,10 @@
 """Two forecasts side by side: what a change does to each team's waits and to the
 bill (docs/forecast.md#before-and-after).
 
-Differences in hours and money are scaled to a common period (GPU-hours per
-week, dollars per 30 days) so forecasts over different horizons compare.
+Differences in GPU-hours are scaled to a week, so forecasts over different horizons
+compare. Money is not scaled: work of known duration costs what it costs inside
+the horizon, once (a one-off 1-hour job is not a monthly bill), and work of
+unknown duration is a rate per hour while it runs, never priced to the horizon.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from .render import _table, money, when
 from .summary import Forecast, Start, TeamForecast
 
-WEEK, MONTH = 7 * 86400, 30 * 86400
+WEEK = 7 * 86400
 
 
 @dataclass(frozen=True)
@@ -22,17 +24,24 @@ class TeamChange:
     p90: tuple[Start, Start]
     waiting_per_week: float          # GPU-hours, after minus before
     lost_per_week: float
-    usd_per_month: float | None      # after minus before; None when neither is priced
+    usd: float | None                # work of known duration inside the horizon, after minus before
+    usd_per_hour_unknown: float | None   # the hourly rate of work of unknown duration, after minus before
 
     def as_dict(self) -> dict:
         return {"team": self.team, "p50_start": {"before": self.p50[0], "after": self.p50[1]},
                 "p90_start": {"before": self.p90[0], "after": self.p90[1]},
                 "gpu_hours_waiting_per_week": self.waiting_per_week,
-                "gpu_hours_lost_per_week": self.lost_per_week, "usd_per_month": self.usd_per_month}
+                "gpu_hours_lost_per_week": self.lost_per_week, "usd": self.usd,
+                "usd_per_hour_unknown": self.usd_per_hour_unknown}
 
 
 def _rate(value: float | None, horizon: int, period: int) -> float | None:
     return None if value is None else value * period / horizon
+
+
+def _difference(before: float | None, after: float | None) -> float | None:
+    """After minus before, in cents; None when neither is priced."""
+    return None if before is None and after is None else round((after or 0.0) - (before or 0.0), 2)
 
 
 def compare(before: Forecast, after: Forecast) -> tuple[TeamChange, ...]:
@@ -47,10 +56,9 @@ def compare(before: Forecast, after: Forecast) -> tuple[TeamChange, ...]:
             (_rate(a.gpu_hours_waiting, before.horizon, WEEK) or 0.0)
         lost = (_rate(b.gpu_hours_lost, after.horizon, WEEK) or 0.0) - \
             (_rate(a.gpu_hours_lost, before.horizon, WEEK) or 0.0)
-        usd_a, usd_b = _rate(a.usd, before.horizon, MONTH), _rate(b.usd, after.horizon, MONTH)
-        usd = None if usd_a is None and usd_b is None else (usd_b or 0.0) - (usd_a or 0.0)
         rows.append(TeamChange(team, (a.p50_start, b.p50_start), (a.p90_start, b.p90_start), round(waiting, 2),
-                               round(lost, 2), None if usd is None else round(usd, 2)))
+                               round(lost, 2), _difference(a.usd, b.usd),
+                               _difference(a.usd_per_hour_unknown, b.usd_per_hour_unknown)))
     return tuple(rows)
 
 
@@ -63,20 +71,29 @@ def _signed(value: float, unit: str) -> str:
     return "±0" if value == 0 else f"{value:+g} {unit}"
 
 
-def _signed_money(value: float | None) -> str:
-    if value is None:
+def _signed_money(value: float | None, per: str = "") -> str:
+    if value is None or value == 0:
+        return "±$0" + per
+    return ("+" if value > 0 else "-") + money(abs(value)) + per
+
+
+def spend_cell(usd: float | None, per_hour_unknown: float | None) -> str:
+    """Known work's cost inside the horizon, and the hourly rate of work of unknown
+    duration beside it (never priced to the horizon); - when nothing is priced."""
+    if usd is None and per_hour_unknown is None:
         return "-"
-    if value == 0:
-        return "±$0/month"
-    return ("+" if value > 0 else "-") + money(abs(value)) + "/month"
+    cell = _signed_money(usd)
+    if per_hour_unknown:
+        cell += f", {_signed_money(per_hour_unknown, '/h')} while unknown-length work runs"
+    return cell
 
 
-HEAD = ("team", "p50 start", "p90 start", "waiting", "lost to preemption", "spend")
+HEAD = ("team", "p50 start", "p90 start", "waiting", "lost to preemption", "spend in the horizon")
 
 
 def cells(row: TeamChange) -> tuple[str, ...]:
     return (row.team, _arrow(row.p50), _arrow(row.p90), _signed(row.waiting_per_week, "GPU-h/week"),
-            _signed(row.lost_per_week, "GPU-h/week"), _signed_money(row.usd_per_month))
+            _signed(row.lost_per_week, "GPU-h/week"), spend_cell(row.usd, row.usd_per_hour_unknown))
 
 
 def render_markdown(before: Forecast, after: Forecast) -> str:

@@ -57,9 +57,18 @@ TEAM_HEAD = ("team", "steps", "p50 start", "p90 start", "drains", "GPU-h admitte
              "GPU-h lost", "spend")
 
 
+def spend(t: TeamForecast) -> str:
+    """Known work's cost inside the horizon; work of unknown duration as a rate per
+    hour, never priced to the horizon."""
+    if t.usd_per_hour_unknown is None:
+        return money(t.usd)
+    known = "" if t.usd is None else money(t.usd) + " + "
+    return f"{known}{money(t.usd_per_hour_unknown)}/h for {t.unknown_runs} of unknown length"
+
+
 def team_cells(t: TeamForecast) -> tuple[str, ...]:
     return (t.team, str(t.queued), when(t.p50_start), when(t.p90_start), when(t.drained),
-            f"{t.gpu_hours_admitted:g}", f"{t.gpu_hours_waiting:g}", f"{t.gpu_hours_lost:g}", money(t.usd))
+            f"{t.gpu_hours_admitted:g}", f"{t.gpu_hours_waiting:g}", f"{t.gpu_hours_lost:g}", spend(t))
 
 
 def step_words(s: StepForecast) -> str:

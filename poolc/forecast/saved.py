@@ -9,6 +9,7 @@ one-line reason, never a traceback.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,6 +47,8 @@ class _Team(_Model):
     gpu_hours_waiting: Hours
     gpu_hours_lost: Hours
     usd: Money | None
+    usd_per_hour_unknown: Money | None = None
+    unknown_runs: NonNegative = 0
 
 
 class _Idle(_Model):
@@ -68,7 +71,7 @@ class _Run(_Model):
 
 class _Forecast(_Model):
     strategy: str
-    start: str
+    start: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")]
     horizon: Annotated[int, Field(gt=0)]
     steps: list[_Step]
     teams: list[_Team]
@@ -89,12 +92,17 @@ def read_forecast(data: Any) -> Forecast:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
         raise ValueError(f"its forecast is not one poolc writes: {where or 'forecast'}: {first['msg']}") from None
+    try:
+        datetime.strptime(model.start, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise ValueError(f"its forecast is not one poolc writes: start: {model.start!r} is no instant") from None
     steps = tuple(StepForecast(s.id, s.team, s.gpu, s.waiting_since, s.preempted,
                                s.start if isinstance(s.start, int) else None,
                                "started" if isinstance(s.start, int) else s.start, s.duration, s.duration_source)
                   for s in model.steps)
     teams = tuple(TeamForecast(t.team, t.queued, t.p50_start, t.p90_start, t.drained, t.gpu_hours_admitted,
-                               t.gpu_hours_waiting, t.gpu_hours_lost, t.usd) for t in model.teams)
+                               t.gpu_hours_waiting, t.gpu_hours_lost, t.usd, t.usd_per_hour_unknown,
+                               t.unknown_runs) for t in model.teams)
     idle = tuple(IdleShare(x.policy, x.pool, x.gpu_hours_idle, x.usd_idle) for x in model.idle_reserved)
     schedule = tuple(RunForecast(r.id, r.team, r.pool, r.policy, dict(r.holds), r.start,
                                  None if r.end == "unknown" else r.end, r.preempted_at) for r in model.schedule)

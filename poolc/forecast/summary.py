@@ -81,13 +81,18 @@ class TeamForecast:
     gpu_hours_admitted: float   # work the forecast starts, within the horizon
     gpu_hours_waiting: float
     gpu_hours_lost: float       # preempted work, counted since its start
-    usd: float | None           # everything it runs within the horizon; None: nothing priced
+    usd: float | None           # work of known duration, inside the horizon; None: nothing priced
+    # work of unknown duration is never priced to the horizon: what it costs per hour
+    # while it runs (held at the horizon), and how many such runs
+    usd_per_hour_unknown: float | None = None
+    unknown_runs: int = 0
 
     def as_dict(self) -> dict:
         return {"team": self.team, "queued": self.queued, "p50_start": self.p50_start, "p90_start": self.p90_start,
                 "drained": self.drained, "gpu_hours_admitted": self.gpu_hours_admitted,
                 "gpu_hours_waiting": self.gpu_hours_waiting, "gpu_hours_lost": self.gpu_hours_lost,
-                "usd": self.usd}
+                "usd": self.usd, "usd_per_hour_unknown": self.usd_per_hour_unknown,
+                "unknown_runs": self.unknown_runs}
 
 
 @dataclass(frozen=True)
@@ -193,8 +198,9 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
         mine = [s for s in steps if s.team == team]
         starts: list[Start] = [s.start if s.outcome == STARTED else s.outcome for s in mine]
         runs = [r for r in rolled.runs if r.subject == team]
-        admitted = lost = waiting = 0
+        admitted = lost = waiting = unknown = 0
         usd: float | None = None
+        open_rate: float | None = None
         for run in runs:
             begin, stop = _within(run, horizon)
             gpu = run.holds.get("gpu", 0)
@@ -203,14 +209,19 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
             if run.stopped is not None:
                 lost += gpu * (run.stopped - run.start)
             hourly = pricing.hourly(run)
-            if hourly is not None:
+            if run.end is None and run.stopped is None:     # runs for as long as nobody knows
+                unknown += 1
+                if hourly is not None:
+                    open_rate = (open_rate or 0.0) + hourly
+            elif hourly is not None:
                 usd = (usd or 0.0) + hourly * (stop - begin) / HOUR
         for s in mine:
             end = s.start if s.start is not None else horizon
             waiting += s.gpu * max(0, min(end, horizon) - s.since)
         rows.append(TeamForecast(team, len(mine), percentile(starts, 0.5), percentile(starts, 0.9), _latest(starts),
                                  _hours(admitted), _hours(waiting), _hours(lost),
-                                 None if usd is None else round(usd, 2)))
+                                 None if usd is None else round(usd, 2),
+                                 None if open_rate is None else round(open_rate, 2), unknown))
     schedule = tuple(sorted((RunForecast(names.get(r.id, r.id), r.subject, r.pool, r.policy, r.holds, r.start,
                                          r.end, r.stopped) for r in rolled.runs),
                             key=lambda r: (r.start, r.id, r.pool)))
