@@ -120,3 +120,14 @@ def test_verbose_gives_each_tier_s_cpu_seconds_and_the_solves_total(tmp_path):
     assert tiers and all(line.endswith(" CPU s]") for line in tiers)
     totals = [line for line in lines if " CP-SAT solves: " in line]
     assert len(totals) == 1 and totals[0].endswith(" CPU s")
+
+
+def test_a_long_forecast_says_how_far_it_has_rolled(tmp_path):
+    """The forecast's re-plans speak through the same heartbeat: the completion time
+    it has reached of the horizon, and how many re-plans so far."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "POOLC_HEARTBEAT_AFTER": "0", "SOURCE_DATE_EPOCH": "1795147200"}
+    done = subprocess.run([sys.executable, "-m", "poolc", "plan", str(REPO / "examples"), "--forecast",
+                           "--horizon", "1d", "--state", str(tmp_path / "none.json")], capture_output=True,
+                          cwd=tmp_path, env=env, timeout=600)
+    lines = [line for line in done.stderr.decode().splitlines() if " s so far: forecast at +" in line]
+    assert lines and all(line.endswith("pool(s) again") and " of 1440: " in line for line in lines)

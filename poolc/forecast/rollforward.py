@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from .. import heartbeat
 from ..domain.borrowing import borrowed_parts
 from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from ..planner.solution import Solution
@@ -309,6 +310,8 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
             del world.running[pool][rid]
             touched.add(pool)
         rolled.events += 1
+        heartbeat.step(f"forecast at +{now // 60} min of {horizon // 60}: {rolled.replans} re-plans so far, "
+                       f"planning {len(touched)} pool(s) again")
         done: set[str] = set()
         while touched:   # preempted work waits again: plan the pools it may use too
             planned, again = world.plan(touched, now, durations)
