@@ -68,19 +68,25 @@ def team(forecast: Forecast, name: str):
 def test_worked_example_rolled_forward(tmp_path, strategy):
     """At 04:00 the plan starts train and evaluate and preempts trial-c (planning.md).
     1 h: evaluate ends; prod's limit has room again and 3 GPUs are free: report starts.
-    2 h: train ends; 3 GPUs free: trial-c (waiting again, ahead of every request, 2
-    GPUs) and trial_d (1 GPU) start. The trials that run have no duration, so they
-    hold their GPUs to the horizon."""
+    2 h: train ends; 3 GPUs free: trial_d (1 GPU) starts. trial-c is an allocation
+    written by hand, of no step: gate mode (optimal, zenml) stops its Workload for
+    good, so nothing runs it again; Kueue (the kueue strategy) requeues what it
+    evicts, ahead of every request, so it runs again at 2 h too. The trials that run
+    have no duration, so they hold their GPUs to the horizon."""
     forecast = forecast_of(tiers(tmp_path), strategy)
+    again = 2 * H if strategy == "kueue" else "stopped"
     assert starts(forecast) == {
         ("training/train", False): 0, ("training/evaluate", False): 0, ("training/report", False): H,
-        ("sweep/trial_d", False): 2 * H, ("trial-c", True): 2 * H}
+        ("sweep/trial_d", False): 2 * H, ("trial-c", True): again}
     assert forecast.drained == 2 * H
     research = team(forecast, "research-orch")
     assert research.gpu_hours_lost == 2.0          # trial-c: 2 GPUs since 03:00, preempted at 04:00
-    assert research.gpu_hours_waiting == 2 * 2 + 1 * 2   # trial-c and trial_d wait 2 h each
-    # trial-c again (2 GPUs from 2 h to the horizon) and trial_d (1 GPU, 30 min)
-    assert research.gpu_hours_admitted == 2 * (168 - 2) + 0.5
+    if strategy == "kueue":
+        assert research.gpu_hours_waiting == 2 * 2 + 1 * 2   # trial-c and trial_d wait 2 h each
+        # trial-c again (2 GPUs from 2 h to the horizon) and trial_d (1 GPU, 30 min)
+        assert research.gpu_hours_admitted == 2 * (168 - 2) + 0.5
+    else:
+        assert research.gpu_hours_waiting == 1 * 2 and research.gpu_hours_admitted == 0.5
     prod = team(forecast, "prod-orch")
     assert (prod.p50_start, prod.p90_start, prod.drained) == (0, H, H)
     assert prod.gpu_hours_admitted == 3 * 2 + 3 * 1 + 3 * 3 and prod.gpu_hours_waiting == 3
@@ -276,15 +282,14 @@ def test_markdown_puts_the_forecast_table_near_the_top(tmp_path, monkeypatch):
 def test_before_and_after_golden(tmp_path, request):
     """Three more GPUs and prod's limit from 6 to 9: report no longer waits for
     evaluate, it starts now too (7 GPUs free, trial-c still preempted for the
-    ninth); research's trial_d and trial-c then start when evaluate ends (1 h).
-    Spend: trial-c runs again an hour earlier, but it has no duration, so it is a
-    rate while it runs (2 GPUs x $2.10 an hour, before and after), never priced to
-    the horizon; trial_d (30 min) costs the same, earlier: ±$0 in the horizon."""
+    ninth, and stopped for good: it runs no step); research's trial_d then starts
+    when evaluate ends (1 h), 1 GPU-h less waiting. Spend: trial_d (30 min) costs
+    the same, earlier: ±$0 in the horizon."""
     before, after = forecast_of(tiers(tmp_path, 6)), forecast_of(tiers(tmp_path, 9, 13))
     rows = {r.team: r for r in compare.compare(before, after)}
     assert rows["prod-orch"].p90 == (H, 0)
     assert rows["prod-orch"].waiting_per_week == -3.0
-    assert rows["research-orch"].p50 == (2 * H, H) and rows["research-orch"].waiting_per_week == -3.0
+    assert rows["research-orch"].p50 == (2 * H, H) and rows["research-orch"].waiting_per_week == -1.0
     text = compare.render_markdown(before, after)
     golden = GOLDEN / "before-after.md"
     if request.config.getoption("--update-golden"):

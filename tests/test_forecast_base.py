@@ -32,10 +32,10 @@ def test_json_keeps_both_forecasts_and_the_per_team_change(tmp_path, monkeypatch
     assert data["base"]["forecast"] == saved            # the base's forecast as its plan file kept it
     rows = {r["team"]: r for r in data["base"]["forecast_changes"]}
     # worked out in test_forecast.test_before_and_after_golden: report starts now instead of in 1 h,
-    # research's trial_d and trial-c an hour earlier, 3 GPU-h less waiting each
+    # research's trial_d an hour earlier, 1 GPU-h less waiting (trial-c is stopped for good)
     assert rows["prod-orch"]["p90_start"] == {"before": H, "after": 0}
     assert rows["research-orch"]["p50_start"] == {"before": 2 * H, "after": H}
-    assert rows["research-orch"]["gpu_hours_waiting_per_week"] == -3.0
+    assert rows["research-orch"]["gpu_hours_waiting_per_week"] == -1.0
     assert data["forecast"]["teams"] != saved["teams"]
 
 

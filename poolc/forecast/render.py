@@ -16,6 +16,8 @@ def when(start: Start) -> str:
         return "after the horizon"
     if start == "never":
         return "never"
+    if start == "stopped":
+        return "stopped for good"
     assert isinstance(start, int)
     return "now" if start <= 0 else f"in {span(start)}"
 
@@ -74,6 +76,8 @@ def team_cells(t: TeamForecast) -> tuple[str, ...]:
 def step_words(s: StepForecast) -> str:
     start = when(s.start if s.start is not None else s.outcome)
     duration = f"runs {span(s.duration)} ({s.duration_source})" if s.duration else "duration unknown"
+    if s.outcome == "stopped":
+        return f"preempted {when(s.since)} and stopped for good: it runs no step, so nothing runs it again"
     if s.preempted:
         return f"preempted {when(s.since)}, runs again {start}; {duration}"
     return f"starts {start}; {duration}"

@@ -5,9 +5,10 @@ duration; at each such end the freed capacity is planned again with the plan's o
 strategy (a ``replan(problem) -> Solution`` function the caller hands in), over
 the waiting work of the pools that changed, until the queue drains, nothing more
 ends, or the horizon is reached. Preempted work waits again in its place (a
-step keeps its arrival rank, as Kueue requeues an evicted workload by its
-creation time; an allocation that ran before the forecast waits ahead of every
-request) and runs its whole duration again when it restarts.
+step keeps its place in the files, as the next plan numbers it and as Kueue
+requeues an evicted workload by its creation time; an allocation of no step waits
+ahead of every request where Kueue requeues it, and is stopped for good in gate
+mode) and runs its whole duration again when it restarts.
 
 Pure values and integer seconds from the forecast's start: no files, no clock,
 no solver of its own, so the same inputs give the same forecast. Only the pools a
@@ -20,13 +21,14 @@ at the same moment.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .. import heartbeat
-from ..domain.borrowing import borrowed_parts
+from ..domain.borrowing import borrowed_parts, grant_order
 from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from ..planner.solution import Solution
 
@@ -34,6 +36,7 @@ Replan = Callable[[Problem], Solution]
 # Preempted allocations that ran before the forecast wait ahead of every request: ranks from here up.
 REQUEUED_RANK = -1_000_000_000
 STARTED, AFTER_HORIZON, NEVER = "started", "after-horizon", "never"
+STOPPED = "stopped"   # preempted work of no step in gate mode: its Workload is deactivated, nothing runs it again
 
 
 @dataclass
@@ -64,7 +67,7 @@ class Wait:
     since: int                   # 0, or when it was preempted
     preempted: bool = False
     start: int | None = None     # when it starts (again)
-    outcome: str = ""            # started | after-horizon | never
+    outcome: str = ""            # started | after-horizon | never | stopped
 
 
 @dataclass
@@ -83,7 +86,10 @@ class Rolled:
 class _World:
     """The state of the roll-forward: who runs (by pool) and who waits."""
 
-    def __init__(self, problem: Problem, t0: datetime, replan: Replan, bound_classes: bool) -> None:
+    def __init__(self, problem: Problem, t0: datetime, replan: Replan, bound_classes: bool,
+                 order: Mapping[str, int], requeue_unknown: bool) -> None:
+        self.order = order                               # step id -> its place in the files (arrival order)
+        self.requeue_unknown = requeue_unknown           # preempted work of no step waits again (Kueue)
         self.problem = problem
         self.t0 = t0
         self.replan = replan
@@ -129,11 +135,25 @@ class _World:
         requests = [w.request for w in waits]
         if self.bound_classes:
             requests = _bounded(requests, chosen, running, self.problem)
+        # Arrival ranks as the next plan numbers them: its position among everything
+        # that waits then (the plan numbers the steps it plans 0, 1, ... in the files'
+        # order), not the rank it had when the forecast began. FIFO adds ranks up, so
+        # only the same numbers give the same choice between two sets of steps.
+        keys = sorted(w.request.rank for waiting in self.waiting.values() for w in waiting.values())
+        requests = [replace(r, rank=bisect.bisect_left(keys, r.rank)) for r in requests]
         return Problem(chosen, policies, tuple(requests), tuple(running))
 
-    def apply(self, now: int, solution: Solution, durations: Mapping[str, int | None]) -> set[str]:
+    def apply(self, now: int, solution: Solution, durations: Mapping[str, int | None],
+              problem: Problem) -> set[str]:
         """Start what the solution admits, stop what it preempts (who then waits
-        again); the pools of the subjects whose work waits again."""
+        again); the pools of the subjects whose work waits again. The grants start
+        a microsecond apart in the order ``problem``'s plan walked the reserved
+        shares, as `apply` records them, so the next plan calls the same grants
+        the borrowers (`domain.borrowing.grant_order`)."""
+        ranks = {r.id: r.rank for r in problem.requests}
+        granted = sorted((rid for rid in solution.admitted if rid in ranks),
+                         key=lambda rid: grant_order(rid in solution.in_share, ranks[rid], rid))
+        place = {rid: k for k, rid in enumerate(granted)}
         requeued: set[str] = set()
         for name in sorted(solution.preempted):
             run = next((found for runs in self.running.values() if (found := runs.get(name)) is not None), None)
@@ -142,7 +162,14 @@ class _World:
             del self.running[run.pool][name]
             run.stopped = now
             self.requeued += 1
-            rank = run.rank if run.rank is not None else REQUEUED_RANK + self.requeued
+            if run.request is None and not self.requeue_unknown:
+                # gate mode stops its Workload for good: nothing of poolc's runs it again
+                self.waits.append(Wait(_again(run, REQUEUED_RANK + self.requeued), now, preempted=True,
+                                       outcome=STOPPED))
+                continue
+            rank = (run.rank if run.rank is not None
+                    else self.order.get(run.request.id, REQUEUED_RANK + self.requeued) if run.request is not None
+                    else REQUEUED_RANK + self.requeued)
             self.add_wait(Wait(_again(run, rank), now, preempted=True))
             requeued |= self.pools_of_subject.get(run.subject, set())
         for rid in sorted(solution.admitted):
@@ -154,7 +181,8 @@ class _World:
             duration = durations.get(rid)
             self.add_run(Run(rid, wait.request.requester, policy.pool, policy.name, wait.request.demand,
                              wait.request.preemptible, now, None if duration is None else now + duration,
-                             initial=False, started_at=self.t0 + timedelta(seconds=now), rank=wait.request.rank,
+                             initial=False, started_at=self.t0 + timedelta(seconds=now, microseconds=place.get(rid, 0)),
+                             rank=wait.request.rank,
                              request=wait.request))
         return requeued
 
@@ -164,7 +192,7 @@ class _World:
         problem = self.part(pools)
         if not problem.requests:
             return False, set()
-        return True, self.apply(now, self.replan(problem), durations)
+        return True, self.apply(now, self.replan(problem), durations, problem)
 
 
 def _rank(wait: Wait) -> int:
@@ -266,7 +294,8 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
 
 def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: int,
                  durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False,
-                 steps: Mapping[str, Request] | None = None) -> Rolled:
+                 steps: Mapping[str, Request] | None = None, order: Mapping[str, int] | None = None,
+                 requeue_unknown: bool = True) -> Rolled:
     """Roll ``problem`` forward from the plan ``first`` (what the plan decides now).
 
     ``durations``: request id or running allocation name -> seconds (None:
@@ -274,9 +303,14 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
     hand the planner only the members of each class of identical requests that
     could be admitted (exact for the optimal strategy, see ``_bounded``).
     ``steps``: running allocation name -> the request of the step it runs (its id
-    and where it may run), what the allocation waits again as when preempted; an
-    allocation of no step waits for its own pool."""
-    world = _World(problem, t0, replan, bound_classes)
+    and where it may run), what the allocation waits again as when preempted.
+    ``order``: step id -> its place in the files, the order the plan numbers
+    waiting steps in (default: each request's rank); a preempted step waits in
+    that place. An allocation of no step waits for its own pool when
+    ``requeue_unknown`` (Kueue requeues what it evicts), else it never runs again
+    (gate mode stops its Workload for good)."""
+    order = order if order is not None else {r.id: r.rank for r in problem.requests}
+    world = _World(problem, t0, replan, bound_classes, order, requeue_unknown)
     notes: list[str] = []
     policy_of = {(q.subject, q.pool): q.name for q in problem.policies}
     for alloc in sorted(problem.running, key=lambda a: a.name):
@@ -295,8 +329,8 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                           alloc.holds, alloc.preemptible, start, end, initial=True, started_at=alloc.started_at,
                           request=(steps or {}).get(alloc.name)))
     for request in problem.requests:
-        world.add_wait(Wait(request, 0))
-    world.apply(0, first, durations)
+        world.add_wait(Wait(replace(request, rank=order.get(request.id, request.rank)), 0))
+    world.apply(0, first, durations, problem)
 
     rolled = Rolled(world.runs, world.waits, horizon, notes=notes)
     while world.ends and world.ends[0][0] <= horizon:

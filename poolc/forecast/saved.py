@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .summary import Forecast, IdleShare, RunForecast, StepForecast, TeamForecast
 
 NonNegative = Annotated[int, Field(ge=0)]
-Late = Literal["after-horizon", "never"]
+Late = Literal["after-horizon", "never", "stopped"]
 Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Money = Annotated[float, Field(allow_inf_nan=False)]
 

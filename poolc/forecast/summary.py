@@ -14,10 +14,10 @@ from typing import Any
 
 from ..domain.problem import PolicyRule
 from .costs import Rates
-from .rollforward import AFTER_HORIZON, NEVER, STARTED, Rolled, Run
+from .rollforward import AFTER_HORIZON, NEVER, STARTED, STOPPED, Rolled, Run
 
 # A start that did not happen in the forecast sorts after every start that did.
-_LATE = {AFTER_HORIZON: 1, NEVER: 2}
+_LATE = {AFTER_HORIZON: 1, NEVER: 2, STOPPED: 3}
 HOUR = 3600
 
 
@@ -31,7 +31,7 @@ class StepForecast:
     since: int                  # waiting since (0, or when it was preempted)
     preempted: bool
     start: int | None           # seconds from the start; None: after the horizon, or never
-    outcome: str                # started | after-horizon | never
+    outcome: str                # started | after-horizon | never | stopped (for good: no step to run again)
     duration: int | None
     duration_source: str        # expected_runtime | max_runtime | unknown
 
@@ -195,7 +195,7 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
     teams = sorted({s.team for s in steps} | {r.subject for r in rolled.runs})
     rows = []
     for team in teams:
-        mine = [s for s in steps if s.team == team]
+        mine = [s for s in steps if s.team == team and s.outcome != STOPPED]    # stopped work waits for nothing
         starts: list[Start] = [s.start if s.outcome == STARTED else s.outcome for s in mine]
         runs = [r for r in rolled.runs if r.subject == team]
         admitted = lost = waiting = unknown = 0
