@@ -295,7 +295,7 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
 def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: int,
                  durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False,
                  steps: Mapping[str, Request] | None = None, order: Mapping[str, int] | None = None,
-                 requeue_unknown: bool = True) -> Rolled:
+                 requeue_unknown: bool = True, partial: bool = True) -> Rolled:
     """Roll ``problem`` forward from the plan ``first`` (what the plan decides now).
 
     ``durations``: request id or running allocation name -> seconds (None:
@@ -308,7 +308,10 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
     waiting steps in (default: each request's rank); a preempted step waits in
     that place. An allocation of no step waits for its own pool when
     ``requeue_unknown`` (Kueue requeues what it evicts), else it never runs again
-    (gate mode stops its Workload for good)."""
+    (gate mode stops its Workload for good). ``partial``: plan only the pools a
+    completion freed (exact for a strategy whose plan of independent pools does
+    not depend on the others, as the optimal planner's); else every pool, as the
+    next plan does."""
     order = order if order is not None else {r.id: r.rank for r in problem.requests}
     world = _World(problem, t0, replan, bound_classes, order, requeue_unknown)
     notes: list[str] = []
@@ -319,7 +322,7 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
             start = 0
             notes.append(f"allocation {alloc.name} has no started_at: its run is counted from the forecast's start")
         else:
-            start = int((alloc.started_at - t0).total_seconds())
+            start = (alloc.started_at - t0) // timedelta(seconds=1)   # whole seconds, rounded down
             if start > 0:   # a clock ahead of the forecast's start: it runs, so it started by now
                 notes.append(f"allocation {alloc.name} has started_at after the forecast's start: its run is "
                              "counted from the forecast's start")
@@ -343,6 +346,8 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                 continue  # preempted before it ended
             del world.running[pool][rid]
             touched.add(pool)
+        if touched and not partial:
+            touched = set(world.pools)
         rolled.events += 1
         heartbeat.step(f"forecast at +{now // 60} min of {horizon // 60}: {rolled.replans} re-plans so far, "
                        f"planning {len(touched)} pool(s) again")
