@@ -67,7 +67,7 @@ def reconcile_loop(root: Path, strategy: str) -> tuple[set[tuple[str, int]], set
         done = apply_paths([str(root / "platform")], out, state_file=str(state), strategy=strategy, now=at(now))
         assert done.refused is None and done.written, done.refused
         running = allocations(state)
-        for name, (label, start) in seen.items():
+        for name, (label, _) in seen.items():
             if name not in running:
                 stops.add((steps[label], now))        # gone without finishing: preempted
         seen = running
