@@ -78,7 +78,8 @@ def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | Non
     rolled = roll_forward(managed, result.solution, t0=t0, horizon=horizon, durations=seconds,
                           replan=replan or replanner(result, replan_notes), bound_classes=strategy == "optimal",
                           steps=steps, order={r.id: i for i, r in enumerate(requests)},
-                          requeue_unknown=strategy == "kueue", partial=strategy != "zenml")
+                          requeue_unknown=strategy == "kueue", partial=strategy != "zenml",
+                          tiers_of_whole=replan is None and strategy == "optimal")
     rolled.notes.extend(replan_notes)
     names = {allocation_name(r.id): r.id for r in requests} | {name: step.id for name, step in steps.items()}
     prices = instance_prices(instance_price_override)

@@ -29,10 +29,12 @@ from datetime import datetime, timedelta
 
 from .. import heartbeat
 from ..domain.borrowing import borrowed_parts, grant_order
+from ..domain.eligibility import eligible_policies
 from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
+from ..planner.decompose import pool_groups
 from ..planner.solution import Solution
 
-Replan = Callable[[Problem], Solution]
+Replan = Callable[..., Solution]     # (problem) -> Solution; with tiers_of_whole also tiers_of=Problem
 # Preempted allocations that ran before the forecast wait ahead of every request: ranks from here up.
 REQUEUED_RANK = -1_000_000_000
 STARTED, AFTER_HORIZON, NEVER = "started", "after-horizon", "never"
@@ -87,7 +89,9 @@ class _World:
     """The state of the roll-forward: who runs (by pool) and who waits."""
 
     def __init__(self, problem: Problem, t0: datetime, replan: Replan, bound_classes: bool,
-                 order: Mapping[str, int], requeue_unknown: bool) -> None:
+                 order: Mapping[str, int], requeue_unknown: bool, tiers_of_whole: bool) -> None:
+        self.tiers_of_whole = tiers_of_whole             # replan(part, tiers_of=whole): the whole's tier list
+        self.eligible: dict[tuple, frozenset[str]] = {}  # class -> its pools in the whole platform
         self.order = order                               # step id -> its place in the files (arrival order)
         self.requeue_unknown = requeue_unknown           # preempted work of no step waits again (Kueue)
         self.problem = problem
@@ -127,12 +131,13 @@ class _World:
         work waiting for a subject with a policy on one of them."""
         chosen = tuple(self.pools[name] for name in sorted(pools))
         policies = tuple(q for name in sorted(pools) for q in self.policies_on.get(name, ()))
-        runs = [r for name in sorted(pools) for r in self.running.get(name, {}).values()]
-        running = start_ranks([Running(r.id, r.subject, r.pool, r.preemptible, r.holds, r.started_at)
-                               for r in sorted(runs, key=lambda r: r.id)])
+        running = [a for a in self.everything_running() if a.pool in pools]
         subjects = sorted({q.subject for q in policies})
         waits = sorted((w for s in subjects for w in self.waiting.get(s, {}).values()), key=_rank)  # unique
-        requests = [w.request for w in waits]
+        # only the steps whose pools in the whole platform are among these: eligibility
+        # depends on the pools there are (a CPU step keeps off GPU pools while a CPU
+        # pool takes it), so a step of the other parts must not be planned here
+        requests = [w.request for w in waits if (found := self.eligible_pools(w.request)) and found <= pools]
         if self.bound_classes:
             requests = _bounded(requests, chosen, running, self.problem)
         # Arrival ranks as the next plan numbers them: its position among everything
@@ -186,13 +191,44 @@ class _World:
                              request=wait.request))
         return requeued
 
+    def everything_running(self) -> list[Running]:
+        """Every running allocation, start-ranked among all of them: the victim order
+        a plan of the whole platform has (the start-rank tier adds ranks up, so the
+        ranks of a few pools alone could choose other victims)."""
+        runs = [r for name in sorted(self.running) for r in self.running[name].values()]
+        return start_ranks([Running(r.id, r.subject, r.pool, r.preemptible, r.holds, r.started_at)
+                            for r in sorted(runs, key=lambda r: r.id)])
+
+    def whole(self) -> Problem:
+        """The platform as the next plan sees it: every pool, policy, waiting step
+        (numbered as that plan numbers them) and running allocation."""
+        waits = sorted((w for waiting in self.waiting.values() for w in waiting.values()), key=_rank)
+        requests = tuple(replace(w.request, rank=k) for k, w in enumerate(waits))
+        return Problem(self.problem.pools, self.problem.policies, requests, tuple(self.everything_running()))
+
+    def eligible_pools(self, request: Request) -> frozenset[str]:
+        """The pools ``request`` may run on in the whole platform (remembered per class)."""
+        key = (request.requester, id(request.demand), request.preemptible, request.placement)
+        found = self.eligible.get(key)
+        if found is None:
+            found = self.eligible[key] = frozenset(q.pool for q in eligible_policies(self.problem, request)[0])
+        return found
+
+    def closure(self, pools: set[str]) -> set[str]:
+        """Every pool of the independent parts that hold ``pools`` (planner/decompose.py:
+        pools some waiting class may choose between): planning only some pools of a
+        part could place its requests otherwise than planning the whole would."""
+        links = {self.eligible_pools(w.request) for waiting in self.waiting.values() for w in waiting.values()}
+        return {p for group in pool_groups(self.pools, links) if pools.intersection(group) for p in group}
+
     def plan(self, pools: set[str], now: int, durations: Mapping[str, int | None]) -> tuple[bool, set[str]]:
         """Plan these pools again at ``now``: (planned, pools to plan again because
         work preempted here waits for them). Not planned when nothing could start."""
         problem = self.part(pools)
         if not problem.requests:
             return False, set()
-        return True, self.apply(now, self.replan(problem), durations, problem)
+        solution = self.replan(problem, tiers_of=self.whole()) if self.tiers_of_whole else self.replan(problem)
+        return True, self.apply(now, solution, durations, problem)
 
 
 def _rank(wait: Wait) -> int:
@@ -295,7 +331,7 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
 def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: int,
                  durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False,
                  steps: Mapping[str, Request] | None = None, order: Mapping[str, int] | None = None,
-                 requeue_unknown: bool = True, partial: bool = True) -> Rolled:
+                 requeue_unknown: bool = True, partial: bool = True, tiers_of_whole: bool = False) -> Rolled:
     """Roll ``problem`` forward from the plan ``first`` (what the plan decides now).
 
     ``durations``: request id or running allocation name -> seconds (None:
@@ -311,9 +347,11 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
     (gate mode stops its Workload for good). ``partial``: plan only the pools a
     completion freed (exact for a strategy whose plan of independent pools does
     not depend on the others, as the optimal planner's); else every pool, as the
-    next plan does."""
+    next plan does. ``tiers_of_whole``: ``replan`` takes ``tiers_of`` (the optimal
+    planner): a partial re-plan is planned with the tier list of the whole platform,
+    which makes it the plan of those parts that a plan of the whole would make."""
     order = order if order is not None else {r.id: r.rank for r in problem.requests}
-    world = _World(problem, t0, replan, bound_classes, order, requeue_unknown)
+    world = _World(problem, t0, replan, bound_classes, order, requeue_unknown, tiers_of_whole)
     notes: list[str] = []
     policy_of = {(q.subject, q.pool): q.name for q in problem.policies}
     for alloc in sorted(problem.running, key=lambda a: a.name):
@@ -333,7 +371,9 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                           request=(steps or {}).get(alloc.name)))
     for request in problem.requests:
         world.add_wait(Wait(replace(request, rank=order.get(request.id, request.rank)), 0))
-    world.apply(0, first, durations, problem)
+    # pools whose waiting work changed (preempted work waits again there): planned at
+    # the next completion, as the next apply plans it; never twice at one instant
+    dirty = world.apply(0, first, durations, problem)
 
     rolled = Rolled(world.runs, world.waits, horizon, notes=notes)
     while world.ends and world.ends[0][0] <= horizon:
@@ -346,18 +386,15 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                 continue  # preempted before it ended
             del world.running[pool][rid]
             touched.add(pool)
-        if touched and not partial:
-            touched = set(world.pools)
+        if not touched:
+            continue
+        touched = world.closure(touched | dirty) if partial else set(world.pools)
         rolled.events += 1
         heartbeat.step(f"forecast at +{now // 60} min of {horizon // 60}: {rolled.replans} re-plans so far, "
                        f"planning {len(touched)} pool(s) again")
-        done: set[str] = set()
-        while touched:   # preempted work waits again: plan the pools it may use too
-            planned, again = world.plan(touched, now, durations)
-            rolled.replans += planned
-            rolled.skipped += not planned
-            done |= touched
-            touched = again - done
+        planned, dirty = world.plan(touched, now, durations)
+        rolled.replans += planned
+        rolled.skipped += not planned
     for subject, waits in world.waiting.items():
         pools = world.pools_of_subject.get(subject, set())
         more = any(r.end is not None for name in pools for r in world.running.get(name, {}).values())

@@ -26,13 +26,18 @@ Part = tuple[list[str], list[RequestClass], list[VictimClass]]
 
 
 def solve(problem: Problem, *, max_deterministic_time: float = 60.0, progress: Progress | None = None,
-          decompose: bool = True, settings: SolverSettings | None = None) -> Solution:
+          decompose: bool = True, settings: SolverSettings | None = None,
+          tiers_of: Problem | None = None) -> Solution:
     """Plan `problem` with the lexicographic objective (docs/planning.md#tiers); see
     the package docstring. ``decompose=False`` solves one model for all pools (for
     tests and benchmarks: same tier values, slower); ``settings``: the tuning
-    (default: `SolverSettings()`)."""
+    (default: `SolverSettings()`). ``tiers_of``: a larger problem that ``problem``
+    is some independent parts of (the forecast's re-plan of the pools a completion
+    freed): the tier list is that problem's, so the parts are planned exactly as a
+    plan of the whole would plan them (a priority only the other parts have still
+    splits the victim tiers)."""
     settings = SolverSettings() if settings is None else settings
-    layout, parts = models(problem, settings, decompose)
+    layout, parts = models(problem, settings, decompose, tiers_of)
     run = Run(settings, Budget(max_deterministic_time, sum(1 for _, b in parts for t in b.tiers if t.active)),
               progress)
     results = []
@@ -67,13 +72,16 @@ def report_costs(progress: Progress, solves: list[SolveCost]) -> None:
             progress(f"  slow solve: {s.what}: {s.cpu:.2f} CPU s for {s.deterministic:.3f} deterministic s")
 
 
-def models(problem: Problem, settings: SolverSettings,
-           decompose: bool = True) -> tuple[Layout, list[tuple[Part, Built]]]:
-    """The tier layout every part shares, and each part with its model (one part
-    for all pools when not ``decompose``)."""
+def models(problem: Problem, settings: SolverSettings, decompose: bool = True,
+           tiers_of: Problem | None = None) -> tuple[Layout, list[tuple[Part, Built]]]:
+    """The tier layout every part shares (``tiers_of``'s, where given), and each part
+    with its model (one part for all pools when not ``decompose``)."""
     classes = request_classes(problem)
     victims = victim_classes(problem, borrowed_parts(problem))
-    layout = tier_layout(problem, classes, victims)
+    if tiers_of is None:
+        layout = tier_layout(problem, classes, victims)
+    else:
+        layout = tier_layout(tiers_of, request_classes(tiers_of), victim_classes(tiers_of, borrowed_parts(tiers_of)))
     parts = (split(problem, classes, victims) if decompose
              else [(sorted(p.name for p in problem.pools), classes, victims)])
     return layout, [(part, build(problem, part[1], part[2], layout, part[0], settings)) for part in parts]
