@@ -410,6 +410,11 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
         return
     if fmt in ("github", "sarif"):
         emit_diagnostics(result.plan.diagnostics_list(), fmt, quiet)
+        if fmt == "github":
+            from .escape import deep
+            from .report.github import plan_commands
+
+            click.echo(plan_commands(deep(result.plan, _t)), nl=False)
         return
     if fmt == "markdown":
         from .report.plan_markdown import render_markdown

@@ -417,7 +417,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
         "6 steps: 4 allocated, 0 queued, 2 rejected, 1 preempted",
-        "WARNING: preempts running work: sweep-old",
+        "WARNING: running work ends when this plan is applied: sweep-old is preempted",
     ]
     for block in (
         "Objective, in order (each tier optimised with the ones above held)\n"
@@ -445,7 +445,8 @@ def test_text_plan(tmp_path, monkeypatch):
         "      pool; add a Policy for it to manage it\n",
         "Running work preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority "
         "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
-        "Changes\n  running steps: 3 start, 1 stop, 0 restart resized, 0 keep running\n  + research/probe starts\n"
+        "Changes\n  running steps: 3 start, 1 stop, 0 keep running\n"
+        "  + research/probe starts\n"
         "  + train/eval starts\n  + train/train starts\n  - sweep-old stops\n"
         "  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):

@@ -223,15 +223,16 @@ def test_raising_it_back_warns_of_the_running_work_it_preempts(change):
     assert _plan("head", "--out", "head.json").exit_code == 0
     result = _plan("base", "--base", "head.json", "--format", "markdown")
     html = rendered(result.stdout)
-    assert html.text_of("h3") == ["poolc: preempts 2 running steps, 1 step queued → allocated"]
-    assert html.blocks[1] == ("blockquote", "[!WARNING] Preempts running work: vlm-sweep/trial_lr1e3_mixb "
-                                            "(vision), vlm-sweep/trial_lr3e4_mixa (vision) will stop when this "
-                                            "change is applied.")
+    assert html.text_of("h3") == ["poolc: stops 2 running steps (preempted), 1 step queued → allocated"]
+    assert html.blocks[1] == ("blockquote", "[!WARNING] Running work ends when this change is applied: "
+                                            "vlm-sweep/trial_lr1e3_mixb (vision) is preempted, "
+                                            "vlm-sweep/trial_lr3e4_mixa (vision) is preempted.")
     text = _plan("base", "--base", "head.json").stdout
     first = text.split("\n\n", 1)[0].splitlines()
-    assert first[0] == "Change: preempts 2 running steps, 1 step queued → allocated"
-    assert " ".join(first[1:]) == ("WARNING: preempts running work: vlm-sweep/trial_lr1e3_mixb (vision), "
-                                   "vlm-sweep/trial_lr3e4_mixa (vision) will stop when this change is applied")
+    assert first[0] == "Change: stops 2 running steps (preempted), 1 step queued → allocated"
+    assert " ".join(first[1:]) == ("WARNING: running work ends when this change is applied: "
+                                   "vlm-sweep/trial_lr1e3_mixb (vision) is preempted, "
+                                   "vlm-sweep/trial_lr3e4_mixa (vision) is preempted")
     assert cli("show", "--format", "text", "head.json").exit_code == 0
 
 

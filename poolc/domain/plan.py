@@ -177,17 +177,31 @@ class FileChange:
 
 @dataclass(frozen=True)
 class AllocationChanges:
-    """Running allocations the plan starts (``added``), stops (``removed``), restarts
-    because their step's request changed (``resized``) and keeps (``unchanged``): names, sorted."""
+    """Running allocations the plan starts (``added``), stops (``removed``), releases
+    because their step's request changed (``resized``: planned again, so restarted
+    or left waiting) and keeps (``unchanged``): names, sorted.
+
+    Of the kept ones, ``restarted`` are those whose Kubernetes Job apply replaces
+    (its spec changed: an image, a command, a runtime), which stops the running
+    pod and starts the step again; ``restart_unknown`` those whose Job file
+    changed where poolc cannot read the one apply wrote (no output directory),
+    so it cannot tell. Both are in the JSON only when not empty."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     resized: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+    restart_unknown: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"added": list(self.added), "removed": list(self.removed), "resized": list(self.resized),
-                "unchanged": list(self.unchanged)}
+        found = {"added": list(self.added), "removed": list(self.removed), "resized": list(self.resized),
+                 "unchanged": list(self.unchanged)}
+        if self.restarted:
+            found["restarted"] = list(self.restarted)
+        if self.restart_unknown:
+            found["restart_unknown"] = list(self.restart_unknown)
+        return found
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,8 @@ class AllocationChangesModel(_Model):
     removed: list[Str] = []
     resized: list[Str] = []
     unchanged: list[Str] = []
+    restarted: list[Str] = []
+    restart_unknown: list[Str] = []
 
 
 class FileChangeModel(_Model):
@@ -338,7 +340,8 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
 def _changes(model: ChangesModel, data: dict[str, Any]) -> PlanChanges:
     """The typed section; keys a newer poolc added stay as written (``extra``)."""
     a = model.allocations
-    return PlanChanges(AllocationChanges(tuple(a.added), tuple(a.removed), tuple(a.resized), tuple(a.unchanged)),
+    return PlanChanges(AllocationChanges(tuple(a.added), tuple(a.removed), tuple(a.resized), tuple(a.unchanged),
+                                         tuple(a.restarted), tuple(a.restart_unknown)),
                        tuple(FileChange(f.path, f.action) for f in model.files), model.state,
                        {k: v for k, v in data.items() if k not in ChangesModel.model_fields})
 

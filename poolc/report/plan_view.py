@@ -100,13 +100,6 @@ def preempted(plan: Plan) -> list[Stopped]:
             if p.id not in kept]
 
 
-def losing_running_work(plan: Plan) -> list[Who]:
-    """Everyone whose running work stops: the plan's preemptions the cluster carries
-    out, and running work the cluster preempts although the plan keeps it."""
-    return [s.who for s in preempted(plan)] + [x.who for x in cluster_differences(plan)
-                                              if x.cluster == _CLUSTER_WILL["preempted"]]
-
-
 def waiting(plan: Plan) -> list[PlannedRequest]:
     """Queued steps, less those the cluster will run anyway (said once, as a
     cluster difference) and running steps the plan preempts (said once, as preempted)."""
@@ -171,7 +164,7 @@ def _preemption_steps(plan: Plan, names: Iterable[str]) -> set[str]:
     return {step for step in map(plan.step_of_allocation, names) if step is not None}
 
 
-def fate_changes(plan: Plan, base: BaseComparison) -> list[FateChange]:
+def fate_changes(plan: Plan, base: BaseComparison, covered: frozenset[str] = frozenset()) -> list[FateChange]:
     """Every step whose fate the change alters; a running step the change now
     preempts reads ``running -> preempted``, one it no longer preempts
     ``preempted -> keeps running`` (the JSON says queued/allocated)."""
@@ -180,6 +173,8 @@ def fate_changes(plan: Plan, base: BaseComparison) -> list[FateChange]:
     spared = _preemption_steps(plan, base.preempted_removed)
     rows = []
     for step in base.steps:
+        if step.id in covered:          # its running work ends: said once, with why
+            continue
         request = by_id.get(step.id)
         why = "" if request is None else (f"[{request.reason}] " if request.status == "rejected" and request.reason
                                            else "") + humanize(plan, request.message)
@@ -198,34 +193,27 @@ def spared_allocations(plan: Plan, base: BaseComparison) -> list[Who]:
     return [who(plan, name) for name in base.preempted_removed if plan.step_of_allocation(name) is None]
 
 
-def _running(plan: Plan, names: tuple[str, ...]) -> str:
-    """``2 running steps``, or ``allocations`` when some were written by hand."""
-    noun = "step" if all(plan.step_of_allocation(name) for name in names) else "allocation"
-    return f"{len(names)} running {noun}{'s' if len(names) != 1 else ''}"
-
-
-# the order effects are told in: losses of running work first, then steps that lose, then gains
+# the order effects are told in: steps that lose first, then gains
 _WORSE = {"allocated": 0, "queued": 1, "rejected": 2, ABSENT: 1}
 
 
-def change_headline(plan: Plan, base: BaseComparison) -> str:
-    """One line: what the change does, the loss of running work first."""
-    if base.no_effect:
-        return "no changes"
-    parts = []
-    if base.preempted_added:
-        parts.append(f"preempts {_running(plan, base.preempted_added)}")
-    covered = _preemption_steps(plan, base.preempted_added) | _preemption_steps(plan, base.preempted_removed)
-    moves: dict[tuple[str, str], int] = {}
+def moves(plan: Plan, base: BaseComparison, covered: set[str]) -> list[str]:
+    """``1 step allocated → queued``, ``2 new steps queued``: each move of a step's fate,
+    counted, the losses first; steps in ``covered`` (said already), preempted
+    steps and those no longer preempted are left out."""
+    covered = covered | _preemption_steps(plan, base.preempted_added) | \
+        _preemption_steps(plan, base.preempted_removed)
+    counted: dict[tuple[str, str], int] = {}
     for step in base.steps:
         if step.id not in covered:
-            moves[step.base, step.head] = moves.get((step.base, step.head), 0) + 1
+            counted[step.base, step.head] = counted.get((step.base, step.head), 0) + 1
 
     def loss(move: tuple[str, str]) -> int:
         before, after = move
         return 0 if before == ABSENT else _WORSE[after] - _WORSE.get(before, 0)
 
-    for (before, after), count in sorted(moves.items(), key=lambda item: (-loss(item[0]), item[0])):
+    parts = []
+    for (before, after), count in sorted(counted.items(), key=lambda item: (-loss(item[0]), item[0])):
         steps = "step" if count == 1 else "steps"
         if before == ABSENT:
             parts.append(f"{count} new {steps} {after}")
@@ -233,15 +221,20 @@ def change_headline(plan: Plan, base: BaseComparison) -> str:
             parts.append(f"{count} {steps} removed")
         else:
             parts.append(f"{count} {steps} {before} → {after}")
-    if base.preempted_removed:
-        parts.append(f"{_running(plan, base.preempted_removed)} no longer preempted")
-    if not parts:
-        changed = len(base.inputs)
-        parts.append(f"{changed} input{'s' if changed != 1 else ''} changed, no step's fate")
-    return ", ".join(parts)
+    return parts
 
 
 def counts(plan: Plan) -> str:
     c = {s: len(plan.by_status(s)) for s in ("allocated", "queued", "rejected")}
     return (f"{c['allocated']} allocated, {c['queued']} queued, {c['rejected']} rejected, "
             f"{len(plan.preempted)} preempted")
+
+
+def resized_word(plan: Plan, allocation: str) -> str:
+    """What apply does to a released allocation: ``restarts resized`` when its step is
+    admitted again, else ``stops (resized, waits)`` or ``stops (resized, rejected)``."""
+    step = plan.step_of_allocation(allocation)
+    status = next((r.status for r in plan.requests if r.id == step), None)
+    if status == "allocated":
+        return "restarts resized"
+    return f"stops (resized, {'waits' if status == 'queued' else status or 'gone'})"

@@ -64,6 +64,11 @@ def key_name(key: str) -> str:
     return {"gpu": "GPU", "mcpu": "CPU cores", "memory_mb": "memory", "step_run": "step runs"}.get(key, key)
 
 
+def key_word(key: str) -> str:
+    """A key in a sentence: ``GPU``, ``CPU``, ``memory``, ``step runs``, a custom key as written."""
+    return {"gpu": "GPU", "mcpu": "CPU", "memory_mb": "memory", "step_run": "step runs"}.get(key, key)
+
+
 def cell(key: str, value: int) -> str:
     """An amount in a table whose row names the key (``key_name``): the number in
     that unit, memory with its own unit (``6``, ``0.5``, ``256 GiB``)."""
