@@ -227,6 +227,12 @@ def test_raising_it_back_warns_of_the_running_work_it_preempts(change):
     assert html.blocks[1] == ("blockquote", "[!WARNING] Running work ends when this change is applied: "
                                             "vlm-sweep/trial_lr1e3_mixb (vision) is preempted, "
                                             "vlm-sweep/trial_lr3e4_mixa (vision) is preempted.")
+    ended = next(table for table in html.tables if table[0] == ["step", "team", "what happens", "why"])
+    assert [row[:3] for row in ended[1:]] == [["vlm-sweep/trial_lr1e3_mixb", "vision", "is preempted"],
+                                              ["vlm-sweep/trial_lr3e4_mixa", "vision", "is preempted"]]
+    # gate mode: apply stops a victim with a stop object, which needs its Workload (unknown here: never imported)
+    assert all(row[3].endswith("its Kueue Workload is unknown, so apply writes no stop object for it "
+                               "(poolc state import --kueue records it)") for row in ended[1:])
     text = _plan("base", "--base", "head.json").stdout
     first = text.split("\n\n", 1)[0].splitlines()
     assert first[0] == "Change: stops 2 running steps (preempted), 1 step queued → allocated"

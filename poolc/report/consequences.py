@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..domain.change import BaseComparison
-from ..domain.plan import Plan
+from ..domain.plan import Plan, Preemption
 from .plan_view import Who, cluster_differences, humanize, moves, preempted, who
 from .quantities import amount, key_word
 
@@ -59,10 +59,11 @@ def ended_work(plan: Plan, base: BaseComparison | None = None) -> list[Ends]:
     change adds to what the base branch's plan does already."""
     found: dict[str, Ends] = {}
     only = None if base is None else set(base.preempted_added) | set(base.ends_added)
+    victims = {p.id: p for p in plan.preempted}
     for stopped in preempted(plan):
         name = stopped.who.allocation or stopped.who.name
         if only is None or name in only:
-            found[name] = Ends(stopped.who, PREEMPTED, PREEMPTED, stopped.why)
+            found[name] = Ends(stopped.who, PREEMPTED, PREEMPTED, stopped.why + _stop_object(plan, victims.get(name)))
     for difference in cluster_differences(plan):
         if difference.cluster == "is preempted" and (only is None or difference.who.name in only
                                                       or difference.who.allocation in only):
@@ -72,7 +73,6 @@ def ended_work(plan: Plan, base: BaseComparison | None = None) -> list[Ends]:
     if changes is None:
         return list(found.values())
     a = changes.allocations
-    victims = {p.id for p in plan.preempted}
     for name in (*a.resized, *(x for x in a.removed if x not in victims)):
         if only is not None and name not in only:
             continue
@@ -95,6 +95,16 @@ def ended_work(plan: Plan, base: BaseComparison | None = None) -> list[Ends]:
                                         "running pod stops; pass --output-dir to know"))
     order = {PREEMPTED: 0, STOPS: 1, RESTARTS: 2, MAY_RESTART: 3}
     return sorted(found.values(), key=lambda e: (order[e.how], e.who.name))
+
+
+def _stop_object(plan: Plan, victim: Preemption | None) -> str:
+    """How apply stops a victim in gate mode: a stop object, or none when its Workload is unknown."""
+    if victim is None or plan.runtime is None or plan.runtime.submit != "gate":
+        return ""
+    if victim.workload is not None:
+        return f"; apply stops it with a stop object (its Kueue Workload {victim.workload}, deactivated)"
+    return ("; its Kueue Workload is unknown, so apply writes no stop object for it "
+            "(`poolc state import --kueue` records it)")
 
 
 @dataclass(frozen=True)
