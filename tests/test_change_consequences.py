@@ -142,3 +142,13 @@ def test_an_image_change_restarts_the_running_steps_it_touches(applied, request)
     assert '"restarted": [\n        "vlm-sweep--trial-lr1e3-mixa-' in data
     # ranking's refresh_index runs on another stack: its Job is the same, it keeps running
     assert "ranking-serve" not in " ".join(text for _, text in first)
+
+
+def test_a_new_step_is_one_added_row(applied):
+    head = _head(applied)
+    _edit(head / "pipelines" / "vlm-sweep.yaml", "  trial_lr3e4_mixa: {}", FOURTH_TRIAL)
+    result, _ = _plans()
+    html, first = _first_screen(result.stdout)
+    assert first[0] == ("h3", "poolc: 1 new step queued")
+    assert html.tables[0][1:] == [["pipeline", "vlm-sweep", "step trial_lr3e4_mixb added (4 GPU, 16 cores, 128 GiB)"]]
+    assert "none →" not in result.stdout

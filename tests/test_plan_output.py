@@ -191,7 +191,8 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
             request("train/fixed", "prod-k8s", {"gpu": 6, "step_run": 1}, "rejected", reason="R004",
                     preemptible=False,
                     message="step 'fixed' is non-preemptible and asks gpu=6, but policy 'prod' reserves only gpu=4; it "
-                            "can never be admitted: reserve more, or make the step preemptible"),
+                            "can never be admitted: reserve more (gpu=6 in policy 'prod'), or make the step "
+                            "preemptible"),
             request("train/huge", "prod-k8s", {"gpu": 16, "step_run": 1}, "rejected", reason="R003",
                     message="step 'huge' is eligible on no pool: pool 'dc' has gpu=8 in all (needs 16); it can never "
                             "be admitted: ask for less, or raise the capacity or limit"),
@@ -438,7 +439,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "    step runs        10     3     7\n",
         "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  6 GPU\n"
         "      [R004] step 'fixed' is non-preemptible and asks 6 GPU, but policy 'prod' reserves only 4 GPU;\n"
-        "      it can never be admitted: reserve more, or make the step preemptible\n",
+        "      it can never be admitted: reserve more (6 GPU in policy 'prod'), or make the step preemptible\n",
         # the reason's tag once: the JSON message's own "unmanaged:" lead-in is not repeated after it
         "  adhoc/notebook  adhoc-k8s  outside every pool\n      demand  1 core\n"
         "      [UNMANAGED] component adhoc-k8s has no policy on any pool, so the step runs outside every\n"

@@ -47,6 +47,14 @@ class Ineligibility:
     needs: int
     allowed: int
     detail: str = ""   # a placement rule's sentence
+    # RESERVED: every key short of the reserved share at once, (key, needs, reserved), sorted
+    short: tuple[tuple[str, int, int], ...] = ()
+
+    def shortfall(self) -> tuple[str, str]:
+        """RESERVED: (``mcpu=128000, memory_mb=262144`` asked, ``mcpu=96000, memory_mb=0`` reserved)."""
+        keys = self.short or ((self.key, self.needs, self.allowed),)
+        return (", ".join(f"{k}={needs}" for k, needs, _ in keys),
+                ", ".join(f"{k}={allowed}" for k, _, allowed in keys))
 
     def sentence(self) -> str:
         """A zero capacity or limit is said as such: a written 0 forbids the key,
@@ -65,22 +73,30 @@ class Ineligibility:
         if self.rule == LIMIT:
             return (f"policy '{self.policy.name}' limits {self.key} to {self.allowed} on pool "
                     f"'{self.policy.pool}' (needs {self.needs})")
-        return (f"policy '{self.policy.name}' reserves only {self.key}={self.allowed} on pool "
-                f"'{self.policy.pool}' (a non-preemptible step needs {self.needs} inside the reserved share)")
+        asks, reserved = self.shortfall()
+        return (f"policy '{self.policy.name}' reserves only {reserved} on pool '{self.policy.pool}' (a "
+                f"non-preemptible step needs {asks} inside the reserved share)")
 
 
 def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],
                  preemptible: bool) -> Ineligibility | None:
-    """Eligibility of one request for one policy's pool; None if eligible."""
-    for key, need in sorted(metered_demand(pool, demand).items()):
+    """Eligibility of one request for one policy's pool; None if eligible. A
+    non-preemptible request short of the reserved share is short on every such
+    key at once (``short``): one answer names them all, not one per run."""
+    needs = sorted(metered_demand(pool, demand).items())
+    for key, need in needs:
         cap = pool.capacity.get(key, 0)
         if need > cap:
             return Ineligibility(policy, CAPACITY, key, need, cap)
         lim = policy.limit.get(key, cap)
         if need > lim:
             return Ineligibility(policy, LIMIT, key, need, lim)
-        if not preemptible and need > policy.rsv(key):
-            return Ineligibility(policy, RESERVED, key, need, policy.rsv(key))
+    if preemptible:
+        return None
+    short = tuple((key, need, policy.rsv(key)) for key, need in needs if need > policy.rsv(key))
+    if short:
+        key, need, reserved = short[0]
+        return Ineligibility(policy, RESERVED, key, need, reserved, short=short)
     return None
 
 
@@ -216,12 +232,20 @@ def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = No
     rule = R004 if only_share else R003
     if only_share and len(reasons) == 1:
         r = reasons[0]
-        return rule, (f"step {step!r} is non-preemptible and asks {r.key}={r.needs}, but policy "
-                      f"{r.policy.name!r} reserves only {r.key}={r.allowed}; it can never be "
-                      "admitted: reserve more, or make the step preemptible")
+        asks, reserved = r.shortfall()
+        return rule, (f"step {step!r} is non-preemptible and asks {asks}, but policy {r.policy.name!r} reserves "
+                      f"only {reserved}; it can never be admitted: {_share_fix([r])}")
     why = "; ".join(r.sentence() for r in reasons)
-    fix = "reserve more, or make the step preemptible" if only_share else "ask for less, or raise the capacity or limit"
+    shares = [r for r in reasons if r.rule == RESERVED]
+    # a pool that fits the step but for its reserved share is the one to fix, not the others' capacity
+    fix = _share_fix(shares) if shares else "ask for less, or raise the capacity or limit"
     return rule, f"step {step!r} is eligible on no pool: {why}; it can never be admitted: {fix}"
+
+
+def _share_fix(shares: list[Ineligibility]) -> str:
+    """The two real fixes of a non-preemptible step short of reserved shares."""
+    where = " or ".join(f"{r.shortfall()[0]} in policy {r.policy.name!r}" for r in shares)
+    return f"reserve more ({where}), or make the step preemptible"
 
 
 def _model_rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None) -> str:

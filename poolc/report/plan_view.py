@@ -147,9 +147,31 @@ def input_sentence(change: InputChange) -> tuple[str, str, str]:
     if change.change != "update" or not change.fields:
         return kind, change.name, _CHANGE_WORD.get(change.change, change.change)
     parts = []
+    whole = _whole_steps(change)
+    for step, side in whole.items():
+        demand = {path.rsplit(".", 1)[-1]: values[side] for path, values in change.fields.items()
+                  if path.startswith(f"spec.steps.{step}.demand.") and isinstance(values[side], int)}
+        parts.append(f"step {step} {'added' if side else 'removed'}" + (f" ({amounts(demand)})" if demand else ""))
     for path, (old, new) in change.fields.items():
-        parts.append(f"{_field_name(change.kind, path)} {_value(path, old)} → {_value(path, new)}")
+        if _step_of(path) not in whole:
+            parts.append(f"{_field_name(change.kind, path)} {_value(path, old)} → {_value(path, new)}")
     return kind, change.name, "; ".join(parts)
+
+
+def _step_of(path: str) -> str | None:
+    parts = path.split(".")
+    return parts[2] if len(parts) >= 4 and parts[:2] == ["spec", "steps"] else None
+
+
+def _whole_steps(change: InputChange) -> dict[str, int]:
+    """A pipeline's steps one side does not have at all: step -> the side that has
+    it (1: added, 0: removed), so a new step is one "added", not a clause per field."""
+    sides: dict[str, set[int]] = {}
+    for path, (old, new) in change.fields.items():
+        step = _step_of(path)
+        if change.kind == "Pipeline" and step is not None:
+            sides.setdefault(step, set()).add(2 if old is not None and new is not None else 1 if old is None else 0)
+    return {step: 1 if found == {1} else 0 for step, found in sides.items() if found in ({0}, {1})}
 
 
 @dataclass(frozen=True)
