@@ -30,7 +30,7 @@ from importlib import import_module
 from typing import Any
 
 from . import diagnostics as d
-from .config import Config
+from .config import Config, display_units
 from .diagnostics import Diagnostic, report_order
 from .domain.borrowing import grant_order
 from .domain.change import compare, state_difference
@@ -444,7 +444,8 @@ def with_sections(prepared: Prepared, decided: Plan, runtime: tuple[Runtime, lis
         sections["diagnostics"] = tuple(sorted([*decided.diagnostics, *runtime[1]], key=report_order))
     return dataclasses.replace(decided, **sections, finished=prepared.finished, inputs=prepared.digests,
                                external=_external(prepared.state.allocations),
-                               teams=_teams(prepared.validation.config))
+                               teams=_teams(prepared.validation.config),
+                               units=display_units(prepared.validation.config))
 
 
 def waits(plan: Plan, live: list[StepRequest], submit: str) -> tuple[PlannedRequest, ...]:

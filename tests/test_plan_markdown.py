@@ -125,8 +125,8 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
     assert [row[0] for row in queued] == ["ranking-train/train", "vision-sweep/sweep", "ranking-train/huge"]
     train = queued[0]
     assert train[2:4] == ["ranking-onprem", "8 GPU"]
-    assert train[4].startswith("non-preemptible share: policy ranking-onprem holds 8 of reserved 12 GPU, needs 8; "
-                               "also gpu: needs 8, free 2 in pool onprem-gpu")
+    assert train[4].startswith("non-preemptible share: policy ranking-onprem holds 8 GPU of the reserved 12 GPU, "
+                               "needs 8 GPU; also GPU: needs 8 GPU, free 2 GPU in pool onprem-gpu")
     # hi-borrower is preempted by the plan but kept running by Kueue: said once, among the differences
     assert [row[0] for row in tables["step", "team", "pool", "to make room for", "why"]] == ["vision-c"]
     assert len(tables["pool", "resource", "capacity", "used", "free", ""]) == len(plan.pools) == 2

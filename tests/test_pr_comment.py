@@ -194,7 +194,7 @@ def test_lowering_a_limit_reads_as_what_it_does(change, request):
         ["ranking-pretrain/pretrain", "ranking", "allocated", "queued"],
         ["vlm-sweep/trial_lr1e3_mixb", "vision", "preempted", "keeps running"],
         ["vlm-sweep/trial_lr3e4_mixa", "vision", "preempted", "keeps running"]]
-    assert fates[1][4].startswith("limit: policy prod-gpu-east holds 4 of 10 gpu, needs 8")
+    assert fates[1][4].startswith("limit: policy prod-gpu-east holds 4 GPU of 10 GPU, needs 8 GPU")
     assert policies[1:] == [["prod-gpu-east", "2 → 1", "0 → 1", "0"],
                             ["research-gpu-east", "1 → 3", "2 → 0", "2 → 0"]]
     assert "blockquote" not in html.kinds()          # it preempts nothing: no warning

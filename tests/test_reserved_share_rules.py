@@ -61,9 +61,8 @@ def test_every_short_key_at_once_and_the_two_real_fixes(tmp_path):
     found = [x for x in _diagnostics(tmp_path, POOL) if x.rule in ("R003", "R004")]
     assert [(x.rule, x.line) for x in found] == [("R004", 37)]
     assert found[0].message == (
-        "step 'fit' is non-preemptible and asks mcpu=8000, memory_mb=32000, but policy 'prod' reserves only "
-        "mcpu=0, memory_mb=0; it can never be admitted: reserve more (mcpu=8000, memory_mb=32000 in policy "
-        "'prod'), or make the step preemptible")
+        "step 'fit' is non-preemptible and asks 8 cores, 32 GB, but policy 'prod' reserves only 0 cores, 0 GB; "
+        "it can never be admitted: reserve more (8 cores, 32 GB in policy 'prod'), or make the step preemptible")
 
 
 def test_a_pool_that_cannot_take_the_step_does_not_hide_the_share_to_fix(tmp_path):
@@ -77,8 +76,8 @@ spec: {subject: k8s, pool: cpu, priority: 100, reserved: {cpu: 8, memory: 32GB}}
     found = [x for x in _diagnostics(tmp_path, text) if x.rule in ("R003", "R004")]
     assert [x.rule for x in found] == ["R003"]
     assert "pool 'cpu' has no gpu" in found[0].message
-    assert found[0].message.endswith("it can never be admitted: reserve more (mcpu=8000, memory_mb=32000 in "
-                                     "policy 'prod'), or make the step preemptible")
+    assert found[0].message.endswith("it can never be admitted: reserve more (8 cores, 32 GB in policy 'prod'), "
+                                     "or make the step preemptible")
     assert "raise the capacity" not in found[0].message
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from ..escape import json_text
 from ..jsontext import dumps_sorted
+from .amounts import DEFAULT, Units
 from .change import BaseComparison
 from .naming import allocation_name
 
@@ -280,6 +281,7 @@ class Plan:
     # pipeline -> its team (metadata.labels.team), for the people reading the plan
     teams: Mapping[str, str] = field(default_factory=dict)
     base: BaseComparison | None = None        # what the change does against a base plan (`plan --base`)
+    units: Units = DEFAULT                    # how people read its quantities (domain.amounts)
 
     def team_of(self, request_id: str) -> str | None:
         """The team of a step's pipeline, when its labels name one."""
@@ -319,6 +321,7 @@ class Plan:
             **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
             **({"teams": dict(sorted(self.teams.items()))} if self.teams else {}),
             **({"base": self.base.as_dict()} if self.base is not None else {}),
+            **({"units": self.units.as_dict()} if self.units != DEFAULT else {}),
         }
 
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..jsonpos import JsonScan
+from .amounts import DECIMAL, Units
 from .plan import (
     STRATEGIES,
     TIER_KINDS,
@@ -213,6 +214,7 @@ class PlanModel(_Model):
     external: list[ExternalModel] = []
     inputs: dict[str, Str] | None = None
     teams: dict[str, Str] = {}
+    units: dict[Literal["memory_mb"], Literal["decimal", "binary"]] = {}
 
 
 def _where(loc: tuple[int | str, ...]) -> tuple[str, str]:
@@ -310,7 +312,8 @@ def read_plan(data: str | Any, text: str | None = None) -> Plan:
         base = change.from_dict(data["base"])
         if base is None:
             raise _at(text, ("base",), "not a poolc plan file: 'base' is not the comparison `plan --base` writes")
-    return dataclasses.replace(_plan(model, data), teams=dict(model.teams), base=base)
+    return dataclasses.replace(_plan(model, data), teams=dict(model.teams), base=base,
+                               units=Units(model.units.get("memory_mb", DECIMAL)))
 
 
 def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:

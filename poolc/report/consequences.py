@@ -21,10 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..domain.amounts import Units
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, Preemption
 from .plan_view import Who, cluster_differences, humanize, moves, preempted, who
-from .quantities import amount, key_word
+from .quantities import key_word
 
 PREEMPTED, STOPS, RESTARTS, MAY_RESTART = "preempted", "stops", "restarts", "may restart"
 _RELEASED = re.compile(r"^resized: its running allocation \S+ was released because (.*?); (.*)$")
@@ -166,19 +167,19 @@ def nothing_stops(item: OverBound) -> str:
     return "nothing is stopped: Kueue does not stop admitted work when quota shrinks"
 
 
-def over_sentence(item: OverBound) -> str:
+def over_sentence(item: OverBound, units: Units) -> str:
     """``policy p holds 12 GPU, 4 GPU over its new limit of 8 GPU (was 16 GPU)``; the
     names of the steps it holds back are the renderer's to list."""
     what = {"limit": "limit", "reserved": "reserved share", "capacity": "capacity"}[item.bound]
     over = "above" if item.bound == "reserved" else "over"
-    was = f" (was {amount(item.key, item.old)})" if item.old is not None else ""
-    return (f"{item.kind} {item.name} holds {amount(item.key, item.held)}, {amount(item.key, item.over)} {over} its "
-            f"new {what} of {amount(item.key, item.new)}{was}; {nothing_stops(item)}")
+    was = f" (was {units.amount(item.key, item.old)})" if item.old is not None else ""
+    held, by, new = (units.amount(item.key, x) for x in (item.held, item.over, item.new))
+    return f"{item.kind} {item.name} holds {held}, {by} {over} its new {what} of {new}{was}; {nothing_stops(item)}"
 
 
-def holds_back(item: OverBound) -> str:
+def holds_back(item: OverBound, units: Units) -> str:
     """What the bound holds back until enough work ends, without the names."""
-    free = amount(item.key, item.over)
+    free = units.amount(item.key, item.over)
     if item.bound == "reserved":
         return f"until {free} of its work ends, its waiting steps that need {key_word(item.key)} can only borrow"
     where = "its steps" if item.kind == "policy" else "steps on it"
@@ -201,8 +202,9 @@ def headline(plan: Plan, base: BaseComparison) -> str:
         parts.append(f"restarts{maybe} {_count(plan, restarts)} ({_causes(restarts)})")
     for item in over_bounds(plan, base):
         what = {"limit": "its limit", "reserved": "its reserved share", "capacity": "its capacity"}[item.bound]
-        parts.append(f"{item.kind} {item.name} {amount(item.key, item.over)} above {what}" if item.bound == "reserved"
-                     else f"{item.kind} {item.name} {amount(item.key, item.over)} over {what}, nothing stopped")
+        by = plan.units.amount(item.key, item.over)
+        parts.append(f"{item.kind} {item.name} {by} above {what}" if item.bound == "reserved"
+                     else f"{item.kind} {item.name} {by} over {what}, nothing stopped")
     covered = {e.who.name for e in ended}
     parts += moves(plan, base, covered)
     if base.preempted_removed:

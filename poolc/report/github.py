@@ -64,5 +64,6 @@ def plan_commands(plan: Plan) -> str:
         waiting = (f"; waiting on it now: {', '.join(w.label() for w in item.waiting)}" if item.waiting
                    else "; no step of it waits now")
         lines.append(_annotation("warning", f"poolc: {item.kind} over its {item.bound}",
-                                 f"{consequences.over_sentence(item)}; {consequences.holds_back(item)}{waiting}"))
+                                 f"{consequences.over_sentence(item, plan.units)}; "
+                                 f"{consequences.holds_back(item, plan.units)}{waiting}"))
     return "".join(line + "\n" for line in lines)

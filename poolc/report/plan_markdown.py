@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .. import escape
 from ..diagnostics import Diagnostic
+from ..domain.amounts import Units
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlanChanges, PlannedRequest
 from ..escape import md_code, md_fence, md_html
@@ -154,17 +155,17 @@ def _over(plan: Plan, base: BaseComparison, budget: int) -> list[str]:
     for item in found:
         waiting = (f"; waiting on it now: {_names(list(item.waiting))}" if item.waiting
                    else "; no step of it waits now")
-        rows.append([f"{item.kind} {_code(item.name)}", key_name(item.key), cell(item.key, item.held),
-                     f"{item.bound} {cell(item.key, item.new)}", f"**{cell(item.key, item.over)}**",
-                     f"{consequences.nothing_stops(item)}; {consequences.holds_back(item)}{waiting}"])
+        held, new, over = (cell(item.key, x, plan.units) for x in (item.held, item.new, item.over))
+        rows.append([f"{item.kind} {_code(item.name)}", key_name(item.key), held, f"{item.bound} {new}", f"**{over}**",
+                     f"{consequences.nothing_stops(item)}; {consequences.holds_back(item, plan.units)}{waiting}"])
     return [f"#### Over a lowered limit, reservation or capacity ({len(rows)})", "",
             *_table(["", "resource", "holds", "now", "over", "what follows"], rows, "rows", budget), ""]
 
 
-def _inputs(base: BaseComparison, budget: int) -> list[str]:
+def _inputs(base: BaseComparison, units: Units, budget: int) -> list[str]:
     if not base.inputs:
         return []
-    rows = [[kind, _code(name), what] for kind, name, what in map(view.input_sentence, base.inputs)]
+    rows = [[kind, _code(name), what] for kind, name, what in (view.input_sentence(x, units) for x in base.inputs)]
     return [f"#### What changed ({len(rows)})", "", *_table(["", "name", "change"], rows, "inputs", budget), ""]
 
 
@@ -222,7 +223,7 @@ def _preempted(plan: Plan, budget: int) -> list[str]:
 def _requests(title: str, requests: list[PlannedRequest], plan: Plan, budget: int, *, rule: bool) -> list[str]:
     if not requests:
         return []
-    rows = [[_code(r.id), plan.team_of(r.id) or "-", r.policy or "-", amounts(r.demand),
+    rows = [[_code(r.id), plan.team_of(r.id) or "-", r.policy or "-", amounts(r.demand, plan.units),
              (f"[{r.reason}] " if rule and r.reason else "") + view.humanize(plan, r.message)] for r in requests]
     return [f"#### {title} ({len(requests)})", "",
             *_table(["step", "team", "policy", "demand", "why"], rows, "steps", budget), ""]
@@ -247,8 +248,9 @@ def _pools(plan: Plan, budget: int) -> list[str]:
     rows = []
     for pool in plan.pools:
         for key in sorted(pool.capacity):
-            rows.append([pool.name, key_name(key), cell(key, pool.capacity[key]), cell(key, pool.used.get(key, 0)),
-                         cell(key, pool.free.get(key, 0)), bar(pool.used.get(key, 0), pool.capacity[key])])
+            rows.append([pool.name, key_name(key), cell(key, pool.capacity[key], plan.units),
+                         cell(key, pool.used.get(key, 0), plan.units),
+                         cell(key, pool.free.get(key, 0), plan.units), bar(pool.used.get(key, 0), pool.capacity[key])])
     if not rows:
         return []
     return _folded("Pools: capacity and use", _table(["pool", "resource", "capacity", "used", "free", ""], rows,
@@ -258,8 +260,9 @@ def _pools(plan: Plan, budget: int) -> list[str]:
 def _policies(plan: Plan, budget: int) -> list[str]:
     """Per policy and metered key: reserved, used (running and admitted), borrowed
     above the reserved share, limit; the bar is what it uses of its limit."""
-    rows = [[policy.name, policy.pool, policy.priority, key_name(key), cell(key, policy.reserved[key]),
-             cell(key, policy.used[key]), cell(key, policy.borrowed[key]), cell(key, policy.limit[key]),
+    rows = [[policy.name, policy.pool, policy.priority, key_name(key), cell(key, policy.reserved[key], plan.units),
+             cell(key, policy.used[key], plan.units), cell(key, policy.borrowed[key], plan.units),
+             cell(key, policy.limit[key], plan.units),
              bar(policy.used[key], policy.limit[key])]
             for policy in plan.policies for key in policy.used]
     if not rows:
@@ -322,7 +325,7 @@ def _external(plan: Plan, budget: int) -> list[str]:
     """Foreign work the cluster runs through poolc's queues: counted, never planned."""
     if not plan.external:
         return []
-    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds)] for x in plan.external]
+    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds, plan.units)] for x in plan.external]
     return [f"#### Running outside poolc ({len(rows)})", "",
             *_table(["workload", "policy", "pool", "holds"], rows, "foreign workloads", budget), ""]
 
@@ -350,7 +353,7 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
     sections: list[Callable[[int], list[str]]] = []
     if base is not None:
         head = _change_head(plan, base)
-        sections += [lambda budget: _inputs(base, budget), lambda budget: _ended(plan, base, budget),
+        sections += [lambda budget: _inputs(base, plan.units, budget), lambda budget: _ended(plan, base, budget),
                      lambda budget: _over(plan, base, budget), lambda budget: _fates(plan, base, budget),
                      lambda budget: _policy_counts(plan, base, budget),
                      lambda budget: [f"#### The whole plan: {view.counts(plan)}", "", *_verdict_lines(plan)]]

@@ -70,8 +70,8 @@ def _pools(console: Console, plan: Plan) -> None:
             column.justify = "right"
         for key in pool.capacity:
             free = pool.free[key]
-            table.add_row(key_name(key), cell(key, pool.capacity[key]), cell(key, pool.used[key]),
-                          Text(cell(key, free), style="red" if free < 0 else ""))
+            capacity, used, left = (cell(key, x, plan.units) for x in (pool.capacity[key], pool.used[key], free))
+            table.add_row(key_name(key), capacity, used, Text(left, style="red" if free < 0 else ""))
         console.print(_indented(Text(pool.name, style="bold"), 2))
         console.print(_indented(table, 4))
         console.print()
@@ -90,9 +90,9 @@ def _policies(console: Console, plan: Plan) -> None:
         for i, key in enumerate(policy.used):
             first = i == 0
             table.add_row(policy.name if first else "", policy.pool if first else "",
-                          str(policy.priority) if first else "", key_name(key), cell(key, policy.reserved[key]),
-                          cell(key, policy.used[key]), cell(key, policy.borrowed[key]),
-                          cell(key, policy.limit[key]))
+                          str(policy.priority) if first else "", key_name(key),
+                          *(cell(key, x[key], plan.units) for x in (policy.reserved, policy.used, policy.borrowed,
+                                                                     policy.limit)))
     console.print(_indented(table, 2))
     console.print()
 
@@ -113,7 +113,7 @@ def _requests(console: Console, plan: Plan) -> None:
             team = plan.team_of(request.id)
             console.print(_indented(Text.assemble((request.id, "bold"), f" ({team})" if team else "",
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
-            console.print(_indented(f"demand  {amounts(request.demand)}", 6))
+            console.print(_indented(f"demand  {amounts(request.demand, plan.units)}", 6))
             # a queued step's reason is the first rule its message names already
             reason = request.reason if status != "queued" else None
             why = f"[{reason}] " if reason else ""
@@ -227,7 +227,7 @@ def _change(console: Console, plan: Plan, base: BaseComparison) -> None:
     console.print()
     if base.inputs:
         console.print(Text(f"What changed ({len(base.inputs)})", style="bold underline"))
-        for kind, name, what in map(view.input_sentence, base.inputs):
+        for kind, name, what in (view.input_sentence(x, plan.units) for x in base.inputs):
             console.print(_indented(f"{kind} {name}: {what}", 2))
         console.print()
     if ended:
@@ -243,8 +243,8 @@ def _change(console: Console, plan: Plan, base: BaseComparison) -> None:
         for item in over:
             waiting = (f"; waiting on it now: {', '.join(w.label() for w in item.waiting)}" if item.waiting
                        else "; no step of it waits now")
-            console.print(_indented(Text(consequences.over_sentence(item), style="bold"), 2))
-            console.print(_indented(f"{consequences.holds_back(item)}{waiting}", 6))
+            console.print(_indented(Text(consequences.over_sentence(item, plan.units), style="bold"), 2))
+            console.print(_indented(f"{consequences.holds_back(item, plan.units)}{waiting}", 6))
         console.print()
     fates = view.fate_changes(plan, base, frozenset(e.who.name for e in ended))
     if fates:
@@ -274,7 +274,7 @@ def _external(console: Console, plan: Plan) -> None:
         return
     console.print(Text("Running outside poolc (admitted through poolc's queues)", style="bold underline"))
     for item in plan.external:
-        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {amounts(item.holds)}"))
+        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {amounts(item.holds, plan.units)}"))
     console.print()
 
 

@@ -13,9 +13,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..domain.amounts import Units
 from ..domain.change import ABSENT, BaseComparison, InputChange
 from ..domain.plan import Plan, PlannedRequest
-from .quantities import amount, amounts
+from .quantities import key_word
 
 _AMOUNTS = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
 _RUNNING_AS = re.compile(r"already running as allocation ([a-z0-9][a-z0-9-]*)")
@@ -40,13 +41,65 @@ class Who:
 
 
 def humanize(plan: Plan, message: str) -> str:
-    """A plan message as people read it: amounts in their units (``gpu=4,
-    mcpu=16000`` -> ``4 GPU, 16 cores``) and a step's own allocation named by
-    the step (the JSON keeps the canonical message)."""
+    """A plan message as people read it: every amount in the plan's unit family
+    (``gpu=4, mcpu=16000`` -> ``4 GPU, 16 cores``; ``holds 336000 of 384000 mcpu``
+    -> ``holds 336 cores of 384 cores``; ``memory_mb: needs 200000, free 0`` ->
+    ``memory: needs 200 GB, free 0``) and a step's own allocation named by the step
+    (the JSON keeps the canonical message). The canonical messages put an amount
+    in one of these few shapes (planner/explain.py, domain/eligibility.py); each
+    is read here, clause by clause, with the key the clause is about."""
     metered = {key for pool in plan.pools for key in pool.capacity} | {"gpu", "mcpu", "memory_mb", "step_run"}
-    message = _AMOUNTS.sub(lambda m: amount(m[1], int(m[2])) if m[1] in metered else m[0], message)
+    message = "; ".join(_clause(plan, clause, metered) for clause in _clauses(message))
     message = _RUNNING_AS.sub(lambda m: "already running" if plan.step_of_allocation(m[1]) else m[0], message)
     return _ITS_ALLOCATION.sub(lambda m: "its run is " if plan.step_of_allocation(m[1]) else m[0], message)
+
+
+# shapes of a clause that is about one key, whose bare numbers are amounts of it
+_OF_KEY = re.compile(r"\bholds (-?\d+) of (-?\d+) ([a-z][a-z0-9_]*)\b")
+_OF_RESERVED = re.compile(r"\bholds (-?\d+) of reserved ([a-z][a-z0-9_]*)=(-?\d+), needs (-?\d+)\b")
+_KEY_LEAD = re.compile(r"^(also |in pool \S+: )?([a-z][a-z0-9_]*): needs ")
+_LIMITS = re.compile(r"\b(limits|forbids) ([a-z][a-z0-9_]*) ")
+_BARE = re.compile(r"\b(needs|free|by|hold|to) (-?\d+)\b")
+
+
+def _clauses(message: str) -> list[str]:
+    """``message`` split at each ``; `` outside parentheses (a note in parentheses
+    belongs to its clause's key)."""
+    found, depth, start = [], 0, 0
+    for i, char in enumerate(message):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and message.startswith("; ", i):
+            found.append(message[start:i])
+            start = i + 2
+    return [*found, message[start:]]
+
+
+def _clause(plan: Plan, clause: str, metered: set[str]) -> str:
+    units = plan.units
+
+    def one(key: str, value: str) -> str:
+        return units.amount(key, int(value))
+
+    clause = _OF_RESERVED.sub(lambda m: f"holds {one(m[2], m[1])} of the reserved {one(m[2], m[3])}, "
+                              f"needs {one(m[2], m[4])}" if m[2] in metered else m[0], clause)
+    found = _OF_KEY.search(clause)
+    key: str | None = None
+    if found and found[3] in metered:
+        key = of = found[3]
+        clause = _OF_KEY.sub(lambda m: f"holds {one(of, m[1])} of {one(of, m[2])}", clause)
+    lead = _KEY_LEAD.match(clause)
+    if key is None and lead and lead[2] in metered:
+        key = lead[2]
+        clause = clause.replace(f"{key}: needs ", f"{key_word(key)}: needs ", 1)
+    limits = _LIMITS.search(clause)
+    if key is None and limits and limits[2] in metered:
+        key = limits[2]
+        clause = clause.replace(f"{limits[1]} {key} ", f"{limits[1]} {key_word(key)} ", 1)
+    clause = _AMOUNTS.sub(lambda m: one(m[1], m[2]) if m[1] in metered else m[0], clause)
+    if key is not None:
+        about = key
+        clause = _BARE.sub(lambda m: f"{m[1]} {one(about, m[2])}", clause)
+    return clause
 
 
 def who(plan: Plan, name: str) -> Who:
@@ -108,8 +161,8 @@ def waiting(plan: Plan) -> list[PlannedRequest]:
     return [r for r in plan.by_status("queued") if r.id not in kept and r.id not in stopped]
 
 
-def demand(request: PlannedRequest) -> str:
-    return amounts(request.demand)
+def demand(plan: Plan, request: PlannedRequest) -> str:
+    return plan.units.amounts(request.demand)
 
 
 # --- the change against a base plan -------------------------------------------------
@@ -119,7 +172,7 @@ _KIND_WORD = {"ResourcePool": "pool", "Policy": "policy", "Pipeline": "pipeline"
 _CHANGE_WORD = {"create": "added", "delete": "removed", "update": "changed"}
 
 
-def _value(path: str, value: object) -> str:
+def _value(path: str, value: object, units: Units) -> str:
     """A field's value in users' units where its last part is a resource key."""
     key = path.rsplit(".", 1)[-1]
     if value is None:
@@ -129,7 +182,7 @@ def _value(path: str, value: object) -> str:
             "non-preemptible" if key == "preemptible" else str(value)
     if isinstance(value, int) and (".capacity." in path or ".reserved." in path or ".limit." in path
                                    or ".demand." in path):
-        return amount(key, value)
+        return units.amount(key, value)
     return str(value)
 
 
@@ -141,7 +194,7 @@ def _field_name(kind: str, path: str) -> str:
     return parts[1] if len(parts) > 1 else path
 
 
-def input_sentence(change: InputChange) -> tuple[str, str, str]:
+def input_sentence(change: InputChange, units: Units) -> tuple[str, str, str]:
     """(kind word, name, what changed) for one changed input."""
     kind = _KIND_WORD.get(change.kind, change.kind)
     if change.change != "update" or not change.fields:
@@ -151,10 +204,11 @@ def input_sentence(change: InputChange) -> tuple[str, str, str]:
     for step, side in whole.items():
         demand = {path.rsplit(".", 1)[-1]: values[side] for path, values in change.fields.items()
                   if path.startswith(f"spec.steps.{step}.demand.") and isinstance(values[side], int)}
-        parts.append(f"step {step} {'added' if side else 'removed'}" + (f" ({amounts(demand)})" if demand else ""))
+        asks = f" ({units.amounts(demand)})" if demand else ""
+        parts.append(f"step {step} {'added' if side else 'removed'}{asks}")
     for path, (old, new) in change.fields.items():
         if _step_of(path) not in whole:
-            parts.append(f"{_field_name(change.kind, path)} {_value(path, old)} → {_value(path, new)}")
+            parts.append(f"{_field_name(change.kind, path)} {_value(path, old, units)} → {_value(path, new, units)}")
     return kind, change.name, "; ".join(parts)
 
 
