@@ -108,7 +108,7 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
     # gate mode: the queued vision sweep never reaches Kueue, so rerank is admitted as
     # planned; the lab borrower's Workload is unknown, so poolc cannot stop it
     assert [row[:4] for row in differences] == [["hi-borrower", "-", "keeps running", "preempted"],
-                                                ["mid-eval/fixed", "-", "stays pending", "allocated"]]
+                                                ["mid-eval/fixed", "mid-k8s", "stays pending", "allocated"]]
     steps = [rows for header, rows in tables.items() if header == ("step", "team", "policy", "demand", "why")]
     assert len(html.tables) == 8 and len(steps) == 1      # rejected and queued share a header: one key
     assert tables["", "tier", "value"] == [

@@ -164,7 +164,8 @@ def diagnostic_json(root: Path) -> list[dict]:
 def request(id, requester, demand, status, pool=None, policy=None, borrowed=None, reason=None, message="",
             preemptible=True):
     return {"id": id, "requester": requester, "preemptible": preemptible, "demand": demand, "status": status,
-            "pool": pool, "policy": policy, "borrowed": borrowed or {}, "reason": reason, "message": message}
+            "pool": pool, "policy": policy, "borrowed": borrowed or {}, "reason": reason, "message": message,
+            "team": requester}     # no pipeline here has labels.team: the team is the component
 
 
 def test_plan_json_is_exact(tmp_path, monkeypatch):
@@ -447,8 +448,8 @@ def test_text_plan(tmp_path, monkeypatch):
         "Running work preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority "
         "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
         "Changes\n  running steps: 3 start, 1 stop, 0 keep running\n"
-        "  + research/probe starts\n"
-        "  + train/eval starts\n  + train/train starts\n  - sweep-old stops\n"
+        "  + research/probe (research-k8s) starts\n"          # no labels.team: the team is the component
+        "  + train/eval (prod-k8s) starts\n  + train/train (prod-k8s) starts\n  - sweep-old stops\n"
         "  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):
         assert block in text

@@ -284,8 +284,17 @@ class Plan:
     units: Units = DEFAULT                    # how people read its quantities (domain.amounts)
 
     def team_of(self, request_id: str) -> str | None:
-        """The team of a step's pipeline, when its labels name one."""
-        return self.teams.get(request_id.partition("/")[0])
+        """A step's team, the one definition every output uses (docs/cli.md#teams):
+        its pipeline's ``metadata.labels.team``, else the component that runs it."""
+        team = self.teams.get(request_id.partition("/")[0])
+        if team:
+            return team
+        request = self._requests_by_id.get(request_id)
+        return request.requester if request is not None else None
+
+    @cached_property
+    def _requests_by_id(self) -> dict[str, PlannedRequest]:
+        return {r.id: r for r in self.requests}
 
     def step_of_allocation(self, name: str) -> str | None:
         """The step a running allocation stands for (apply names it after the step);
@@ -307,7 +316,7 @@ class Plan:
         return {
             "format_version": FORMAT_VERSION,
             "inputs_digest": self.inputs_digest,
-            "requests": [r.as_dict() for r in self.requests],
+            "requests": [{**r.as_dict(), "team": self.team_of(r.id)} for r in self.requests],
             "preempted": [p.as_dict() for p in self.preempted],
             "pools": [p.as_dict() for p in self.pools],
             "policies": [q.as_dict() for q in self.policies],

@@ -69,6 +69,7 @@ class RequestModel(_Model):
     borrowed: Ints
     reason: Str | None = None
     message: Str
+    team: Str | None = None          # Plan.team_of, written for readers of the JSON; worked out again
 
 
 class PreemptionModel(_Model):

@@ -111,6 +111,7 @@ def _requests(console: Console, plan: Plan) -> None:
                  f"waits in {request.policy}" if request.policy else "-")
             kind = "" if request.preemptible else ", non-preemptible"
             team = plan.team_of(request.id)
+            team = None if team == request.requester else team        # the requester is said next to it
             console.print(_indented(Text.assemble((request.id, "bold"), f" ({team})" if team else "",
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
             console.print(_indented(f"demand  {amounts(request.demand, plan.units)}", 6))
