@@ -105,3 +105,24 @@ def test_the_family_is_how_the_platform_writes_memory():
         ["2048 GiB", "16 GiB", "512 MiB", "0 GiB", "10.91 TiB"]
     assert [decimal.memory_text(x) for x in (2048000, 17180, 537, 0, 12_000_000)] == \
         ["2048 GB", "17.2 GB", "537 MB", "0 GB", "12 TB"]
+
+
+def test_text_tables_never_cut_a_name_mid_word(tmp_path, monkeypatch):
+    """examples/ applied, at COLUMNS=200 (the text plan is 100 columns wide whatever
+    the terminal): every pool, policy and resource key is whole on its line."""
+    monkeypatch.chdir(tmp_path)
+    source, edit, _ = PLATFORMS["examples"]
+    _platform(tmp_path, source, edit)
+    monkeypatch.setenv("COLUMNS", "200")
+    text = cli("plan", "head", "--state", "poolc.state.json").stdout
+    data = json.loads(cli("plan", "head", "--state", "poolc.state.json", "--format", "json").stdout)
+    names = {p["name"] for p in data["pools"]} | {q["name"] for q in data["policies"]} | \
+        {key for p in data["pools"] for key in p["capacity"] if key not in ("gpu", "mcpu", "memory_mb", "step_run")}
+    assert "tensorrt_sessions" in names
+    section = text[text.index("\nPools\n"):text.index("\nWhat the cluster will do")]
+    tokens = {token for line in section.splitlines() for token in line.split()}
+    for name in names:
+        assert name in tokens, name
+        cut = {token for token in tokens if len(token) >= 4 and token != name and name.startswith(token)}
+        assert not cut, (name, cut)                 # a name cut at the column's edge
+    assert all(len(line) <= 100 for line in text.splitlines())

@@ -39,10 +39,15 @@ def _indented(content: Text | Table | str, left: int) -> Padding:
     return Padding(Text(content) if isinstance(content, str) else content, (0, 0, 0, left))
 
 
+# columns of sentences, which wrap at spaces; every other column holds a name or a
+# number and is never wrapped (a name cut mid-word reads as two names)
+_PROSE = {"what"}
+
+
 def _table(*columns: str) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column not in _PROSE)
     return table
 
 
