@@ -97,7 +97,7 @@ def test_a_reservation_lowered_below_use_says_the_work_above_it_now_borrows(appl
     assert first[0] == ("h3", "poolc: policy research-gpu-east 8 GPU above its reserved share")
     over = html.tables[1]
     assert over[1][:5] == ["policy research-gpu-east", "GPU", "12", "reserved 4", "8"]
-    assert over[1][5].startswith("none of this work is stopped by it: the part above the share now borrows, so a "
+    assert over[1][5].startswith("nothing is stopped: the work above the share now borrows, so a "
                                  "higher-priority policy's step may preempt it")
     assert over[1][5].endswith("waiting on it now: vlm-sweep/trial_lr3e4_mixb (vision)")
 
@@ -111,7 +111,7 @@ def test_a_resize_that_stops_running_work_is_counted_and_named(applied, request)
     html, first = _first_screen(result.stdout)
     assert first[0] == ("h3", "poolc: stops 1 running step (resized)")
     assert first[1] == ("blockquote", "[!WARNING] Running work ends when this change is applied: "
-                                      "vlm-sweep/trial_lr1e3_mixa (vision) stops (resized).")
+                                      "stops (resized): vlm-sweep/trial_lr1e3_mixa (vision).")
     ended = html.tables[1]
     assert ended[0] == ["step", "team", "what happens", "why"]
     assert ended[1][:3] == ["vlm-sweep/trial_lr1e3_mixa", "vision", "stops (resized)"]
@@ -123,8 +123,8 @@ def test_a_resize_that_stops_running_work_is_counted_and_named(applied, request)
     assert "restarts resized" not in result.stdout
     text = plan("head", "--base", "base.json").stdout
     assert text.splitlines()[:2] == ["Change: stops 1 running step (resized)",
-                                     "WARNING: running work ends when this change is applied: "
-                                     "vlm-sweep/trial_lr1e3_mixa (vision) stops"]
+                                     "WARNING: running work ends when this change is applied: stops (resized): "
+                                     "vlm-sweep/trial_lr1e3_mixa"]
 
 
 def test_an_image_change_restarts_the_running_steps_it_touches(applied, request):
@@ -135,8 +135,8 @@ def test_an_image_change_restarts_the_running_steps_it_touches(applied, request)
     html, first = _first_screen(result.stdout)
     trials = ["vlm-sweep/trial_lr1e3_mixa", "vlm-sweep/trial_lr1e3_mixb", "vlm-sweep/trial_lr3e4_mixa"]
     assert first[0] == ("h3", "poolc: restarts 3 running steps (new Job)")
-    assert first[1][1] == ("[!WARNING] Running work ends when this change is applied: "
-                           + ", ".join(f"{t} (vision) restarts (new Job)" for t in trials) + ".")
+    assert first[1][1] == ("[!WARNING] Running work ends when this change is applied: restarts (new Job): "
+                           + ", ".join(f"{t} (vision)" for t in trials) + ".")
     assert [row[:3] for row in html.tables[1][1:]] == [[t, "vision", "restarts (new Job)"] for t in trials]
     data = plan("head", "--base", "base.json", "--format", "json").stdout
     assert '"restarted": [\n        "vlm-sweep--trial-lr1e3-mixa-' in data

@@ -148,7 +148,7 @@ def test_examples_comment_renders(tmp_path, monkeypatch):
     queued = next(t for t in html.tables if t["header"] == ["step", "team", "policy", "demand", "why"])
     assert [row[0] for row in queued["rows"]] == [r.id for r in waiting(plan)]
     assert [row[1] for row in queued["rows"]] == ["assistant", "vision", "vision", "vision", "vision"]
-    assert ("> **Running work ends when this plan is applied:** `research-sweep-lr-02` is preempted." in text)
+    assert "> **Running work ends when this plan is applied:** is preempted: `research-sweep-lr-02`." in text
     _assert_well_formed(html)
 
 

@@ -419,7 +419,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
         "6 steps: 4 allocated, 0 queued, 2 rejected, 1 preempted",
-        "WARNING: running work ends when this plan is applied: sweep-old is preempted",
+        "WARNING: running work ends when this plan is applied: is preempted: sweep-old",
     ]
     for block in (
         "Objective, in order (each tier optimised with the ones above held)\n"

@@ -224,9 +224,9 @@ def test_raising_it_back_warns_of_the_running_work_it_preempts(change):
     result = _plan("base", "--base", "head.json", "--format", "markdown")
     html = rendered(result.stdout)
     assert html.text_of("h3") == ["poolc: stops 2 running steps (preempted), 1 step queued → allocated"]
-    assert html.blocks[1] == ("blockquote", "[!WARNING] Running work ends when this change is applied: "
-                                            "vlm-sweep/trial_lr1e3_mixb (vision) is preempted, "
-                                            "vlm-sweep/trial_lr3e4_mixa (vision) is preempted.")
+    assert html.blocks[1] == ("blockquote", "[!WARNING] Running work ends when this change is applied: is "
+                                            "preempted: vlm-sweep/trial_lr1e3_mixb (vision), "
+                                            "vlm-sweep/trial_lr3e4_mixa (vision).")
     ended = next(table for table in html.tables if table[0] == ["step", "team", "what happens", "why"])
     assert [row[:3] for row in ended[1:]] == [["vlm-sweep/trial_lr1e3_mixb", "vision", "is preempted"],
                                               ["vlm-sweep/trial_lr3e4_mixa", "vision", "is preempted"]]
@@ -236,9 +236,8 @@ def test_raising_it_back_warns_of_the_running_work_it_preempts(change):
     text = _plan("base", "--base", "head.json").stdout
     first = text.split("\n\n", 1)[0].splitlines()
     assert first[0] == "Change: stops 2 running steps (preempted), 1 step queued → allocated"
-    assert " ".join(first[1:]) == ("WARNING: running work ends when this change is applied: "
-                                   "vlm-sweep/trial_lr1e3_mixb (vision) is preempted, "
-                                   "vlm-sweep/trial_lr3e4_mixa (vision) is preempted")
+    assert " ".join(first[1:]) == ("WARNING: running work ends when this change is applied: is preempted: "
+                                   "vlm-sweep/trial_lr1e3_mixb (vision), vlm-sweep/trial_lr3e4_mixa (vision)")
     assert cli("show", "--format", "text", "head.json").exit_code == 0
 
 

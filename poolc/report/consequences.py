@@ -19,6 +19,7 @@ same through `poolc show`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..domain.amounts import Units
@@ -162,8 +163,8 @@ def over_bounds(plan: Plan, base: BaseComparison) -> list[OverBound]:
 def nothing_stops(item: OverBound) -> str:
     """Why nothing is stopped, and until when the bound holds work back."""
     if item.bound == "reserved":
-        return ("none of this work is stopped by it: the part above the share now borrows, so a higher-priority "
-                "policy's step may preempt it, and a non-preemptible step of it starts only inside the share")
+        return ("nothing is stopped: the work above the share now borrows, so a higher-priority policy's step may "
+                "preempt it, and a non-preemptible step of this policy starts only inside the share")
     return "nothing is stopped: Kueue does not stop admitted work when quota shrinks"
 
 
@@ -184,6 +185,20 @@ def holds_back(item: OverBound, units: Units) -> str:
         return f"until {free} of its work ends, its waiting steps that need {key_word(item.key)} can only borrow"
     where = "its steps" if item.kind == "policy" else "steps on it"
     return f"none of {where} that need {key_word(item.key)} can start until {free} of its work ends"
+
+
+def how(e: Ends) -> str:
+    """``is preempted``, ``stops (resized)``, ``restarts (new Job)``."""
+    return "is preempted" if e.how == PREEMPTED else f"{e.how} ({e.cause})"
+
+
+def grouped(ended: list[Ends], label: Callable[[Who], str]) -> str:
+    """The warning's list, one group per way the work ends: ``is preempted: a (vision),
+    b (vision); restarts (new Job): c (ranking)``; at most ``limit`` names in all."""
+    groups: dict[str, list[str]] = {}
+    for e in ended:
+        groups.setdefault(how(e), []).append(label(e.who))
+    return "; ".join(f"{way}: {', '.join(names)}" for way, names in groups.items())
 
 
 def headline(plan: Plan, base: BaseComparison) -> str:

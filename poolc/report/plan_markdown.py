@@ -121,15 +121,14 @@ def _warning(ended: Sequence[consequences.Ends], when: str) -> list[str]:
     """One line naming everyone whose running work ends, and how."""
     if not ended:
         return []
-    shown = ", ".join(f"{_code(e.who.name)}" + (f" ({e.who.team})" if e.who.team else "") + f" {_how(e)}"
-                      for e in ended[:MAX_NAMES])
-    more = f" and {len(ended) - MAX_NAMES} more" if len(ended) > MAX_NAMES else ""
+    shown = consequences.grouped(list(ended[:MAX_NAMES]), lambda who: _code(who.name)
+                                 + (f" ({who.team})" if who.team else ""))
+    more = f"; and {len(ended) - MAX_NAMES} more" if len(ended) > MAX_NAMES else ""
     return [f"> [!WARNING]\n> **Running work ends {when}:** {shown}{more}.", ""]
 
 
 def _how(e: consequences.Ends) -> str:
-    """``is preempted``, ``stops (resized)``, ``restarts (new Job)``."""
-    return "is preempted" if e.how == consequences.PREEMPTED else f"{e.how} ({e.cause})"
+    return consequences.how(e)
 
 
 def _change_head(plan: Plan, base: BaseComparison) -> list[str]:

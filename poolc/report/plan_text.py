@@ -217,9 +217,8 @@ def _runtime(console: Console, plan: Plan) -> None:
 def _warning(ended: list[consequences.Ends], when: str) -> Text | None:
     if not ended:
         return None
-    shown = ", ".join(f"{e.who.label()} " + ("is preempted" if e.how == consequences.PREEMPTED
-                                             else f"{e.how} ({e.cause})") for e in ended[:10])
-    more = f" and {len(ended) - 10} more" if len(ended) > 10 else ""
+    shown = consequences.grouped(ended[:10], lambda who: who.label())
+    more = f"; and {len(ended) - 10} more" if len(ended) > 10 else ""
     return Text(f"WARNING: running work ends {when}: {shown}{more}", style="bold red")
 
 

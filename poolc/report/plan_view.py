@@ -20,7 +20,7 @@ from .quantities import key_word
 
 _AMOUNTS = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
 _RUNNING_AS = re.compile(r"already running as allocation ([a-z0-9][a-z0-9-]*)")
-_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*) is ")
+_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*) (is|was) ")
 
 # what the cluster will do, in words, by the runtime difference's cluster outcome
 _CLUSTER_WILL = {"pending": "stays pending", "admitted": "runs", "running": "keeps running",
@@ -51,7 +51,7 @@ def humanize(plan: Plan, message: str) -> str:
     metered = {key for pool in plan.pools for key in pool.capacity} | {"gpu", "mcpu", "memory_mb", "step_run"}
     message = "; ".join(_clause(plan, clause, metered) for clause in _clauses(message))
     message = _RUNNING_AS.sub(lambda m: "already running" if plan.step_of_allocation(m[1]) else m[0], message)
-    return _ITS_ALLOCATION.sub(lambda m: "its run is " if plan.step_of_allocation(m[1]) else m[0], message)
+    return _ITS_ALLOCATION.sub(lambda m: f"its run {m[2]} " if plan.step_of_allocation(m[1]) else m[0], message)
 
 
 # shapes of a clause that is about one key, whose bare numbers are amounts of it
