@@ -202,7 +202,7 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
         ],
         "preempted": [{"id": "sweep-old", "pool": "dc", "for": ["train/eval", "train/train"],
                        "message": "preempted for train/eval, train/train (priority 100) on gpu; it borrowed "
-                                  "gpu=4 above policy research's reserved share"}],
+                                  "gpu=4 above policy research's reserved share", "subject": "research-k8s"}],
         "pools": [{"name": "dc", "capacity": {"gpu": 8, "step_run": 10}, "used": {"gpu": 7, "step_run": 3},
                    "free": {"gpu": 1, "step_run": 7}}],
         "policies": [
@@ -419,7 +419,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
         "6 steps: 4 allocated, 0 queued, 2 rejected, 1 preempted",
-        "WARNING: running work ends when this plan is applied: is preempted: sweep-old",
+        "WARNING: running work ends when this plan is applied: is preempted: sweep-old (research-k8s)",
     ]
     for block in (
         "Objective, in order (each tier optimised with the ones above held)\n"
@@ -445,11 +445,12 @@ def test_text_plan(tmp_path, monkeypatch):
         "  adhoc/notebook  adhoc-k8s  outside every pool\n      demand  1 core\n"
         "      [UNMANAGED] component adhoc-k8s has no policy on any pool, so the step runs outside every\n"
         "      pool; add a Policy for it to manage it\n",
-        "Running work preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority "
+        "Running work preempted (1)\n  sweep-old (research-k8s)  in pool dc\n"
+        "      preempted for train/eval, train/train (priority "
         "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
         "Changes\n  running steps: 3 start, 1 stop, 0 keep running\n"
         "  + research/probe (research-k8s) starts\n"          # no labels.team: the team is the component
-        "  + train/eval (prod-k8s) starts\n  + train/train (prod-k8s) starts\n  - sweep-old stops\n"
+        "  + train/eval (prod-k8s) starts\n  + train/train (prod-k8s) starts\n  - sweep-old (research-k8s) stops\n"
         "  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):
         assert block in text

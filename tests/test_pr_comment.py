@@ -283,7 +283,7 @@ def test_a_contended_change_says_once_what_happens_to_each_step(tmp_path, monkey
     assert html.tables[0][1:] == [["pipeline", "ranking-train", "step rerank demand 6 GPU → 4 GPU"]]
     cluster = html.tables[2]
     assert cluster[0] == ["step", "team", "the cluster", "the plan", "why"]
-    assert [row[:4] for row in cluster[1:]] == [["hi-borrower", "-", "keeps running", "preempted"],
+    assert [row[:4] for row in cluster[1:]] == [["hi-borrower", "hi-k8s", "keeps running", "preempted"],
                                                 ["mid-eval/fixed", "eval", "stays pending", "allocated"]]
     # one truth per step: no step of the cluster's table appears in another table of the plan
     steps = {row[0] for row in cluster[1:]}

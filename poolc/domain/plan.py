@@ -80,11 +80,14 @@ class Preemption:
     for_: tuple[str, ...]             # request ids it makes room for, sorted
     message: str
     workload: str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
+    subject: str | None = None        # the component it runs under: the team of work that is no step's
 
     def as_dict(self) -> dict:
         found = {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
         if self.workload is not None:
             found["workload"] = self.workload
+        if self.subject is not None:
+            found["subject"] = self.subject
         return found
 
 
@@ -291,6 +294,14 @@ class Plan:
             return team
         request = self._requests_by_id.get(request_id)
         return request.requester if request is not None else None
+
+    def team_of_allocation(self, name: str) -> str | None:
+        """A running allocation's team: its step's, else (written by hand) its component,
+        where the plan records it (a preempted allocation)."""
+        step = self.step_of_allocation(name)
+        if step is not None:
+            return self.team_of(step)
+        return next((p.subject for p in self.preempted if p.id == name), None)
 
     @cached_property
     def _requests_by_id(self) -> dict[str, PlannedRequest]:

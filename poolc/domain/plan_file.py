@@ -78,6 +78,7 @@ class PreemptionModel(_Model):
     for_: list[Str] = Field(alias="for")
     message: Str
     workload: Str | None = None
+    subject: Str | None = None
 
 
 def _covers(name: str, table: dict[str, int], keys: dict[str, int], what: str) -> None:
@@ -328,7 +329,8 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
         inputs_digest=model.inputs_digest,
         requests=tuple(PlannedRequest(r.id, r.requester, r.preemptible, dict(r.demand), r.status, r.pool, r.policy,
                                       dict(r.borrowed), r.reason, r.message) for r in model.requests),
-        preempted=tuple(Preemption(p.id, p.pool, tuple(p.for_), p.message, p.workload) for p in model.preempted),
+        preempted=tuple(Preemption(p.id, p.pool, tuple(p.for_), p.message, p.workload, p.subject)
+                        for p in model.preempted),
         pools=tuple(PoolUsage(p.name, dict(p.capacity), dict(p.used), dict(p.free)) for p in model.pools),
         policies=tuple(PolicyUsage(q.name, q.pool, q.priority, dict(q.reserved), dict(q.limit), dict(q.used),
                                    dict(q.borrowed)) for q in model.policies),

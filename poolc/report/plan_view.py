@@ -109,7 +109,7 @@ def who(plan: Plan, name: str) -> Who:
     step = plan.step_of_allocation(name)
     if step is not None:
         return Who(step, plan.team_of(step), name)
-    return Who(name, None, name)
+    return Who(name, plan.team_of_allocation(name), name)
 
 
 @dataclass(frozen=True)
