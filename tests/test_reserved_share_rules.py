@@ -75,7 +75,7 @@ spec: {subject: k8s, pool: cpu, priority: 100, reserved: {cpu: 8, memory: 32GB}}
 """
     found = [x for x in _diagnostics(tmp_path, text) if x.rule in ("R003", "R004")]
     assert [x.rule for x in found] == ["R003"]
-    assert "pool 'cpu' has no gpu" in found[0].message
+    assert "pool 'cpu' has no GPU (capacity 0 GPU; needs 2 GPU)" in found[0].message
     assert found[0].message.endswith("it can never be admitted: reserve more (8 cores, 32 GB in policy 'prod'), "
                                      "or make the step preemptible")
     assert "raise the capacity" not in found[0].message
