@@ -152,3 +152,36 @@ def test_a_new_step_is_one_added_row(applied):
     assert first[0] == ("h3", "poolc: 1 new step queued")
     assert html.tables[0][1:] == [["pipeline", "vlm-sweep", "step trial_lr3e4_mixb added (4 GPU, 16 cores, 128 GiB)"]]
     assert "none →" not in result.stdout
+
+
+def test_a_pool_capacity_lowered_below_use_holds_back_its_steps(applied):
+    _edit(applied / "base" / "pipelines" / "vlm-sweep.yaml", "  trial_lr3e4_mixa: {}", FOURTH_TRIAL)
+    head = _head(applied)
+    _edit(head / "pools.yaml", "capacity: {gpu: 16,", "capacity: {gpu: 12,")
+    result, _ = _plans()
+    html, first = _first_screen(result.stdout)
+    assert first[0] == ("h3", "poolc: pool gpu-east 4 GPU over its capacity, nothing stopped")
+    over = html.tables[1]
+    assert over[1][:5] == ["pool gpu-east", "GPU", "16", "capacity 12", "4"]
+    assert over[1][5].endswith("none of steps on it that need GPU can start until 4 GPU of its work ends; waiting "
+                               "on it now: vlm-sweep/trial_lr3e4_mixb (vision)")
+
+
+def test_without_the_files_apply_wrote_a_changed_job_may_restart(applied):
+    """The Job's name (a digest of its spec) is read from the file apply wrote; with
+    the output directory gone poolc cannot tell, and says so instead of guessing."""
+    head = _head(applied)
+    _edit(head / "stacks.yaml", "ml/research:7", "ml/research:8")
+    assert cli("plan", "base", "--state", "poolc.state.json", "--output-dir", "deploy", "--out", "base.json"
+               ).exit_code == 0
+    shutil.rmtree(applied / "deploy")
+    result = cli("plan", "head", "--state", "poolc.state.json", "--base", "base.json", "--format", "markdown")
+    assert result.exit_code == 0, result.stderr
+    html, first = _first_screen(result.stdout)
+    # ranking's file differs too (its header names head/, the state's record running/): poolc cannot tell either
+    assert first[0] == ("h3", "poolc: may restart 4 running steps (Job file changed)")
+    assert [row[:3] for row in html.tables[1][1:]] == [
+        [step, team, "may restart (Job file changed)"] for step, team in (
+            ("ranking-serve/refresh_index", "ranking"), ("vlm-sweep/trial_lr1e3_mixa", "vision"),
+            ("vlm-sweep/trial_lr1e3_mixb", "vision"), ("vlm-sweep/trial_lr3e4_mixa", "vision"))]
+    assert "pass --output-dir to know" in html.tables[1][1][3]

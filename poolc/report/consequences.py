@@ -211,10 +211,10 @@ def headline(plan: Plan, base: BaseComparison) -> str:
     stops = [e for e in ended if e.how in (PREEMPTED, STOPS)]
     if stops:
         parts.append(f"stops {_count(plan, stops)} ({_causes(stops)})")
-    restarts = [e for e in ended if e.how in (RESTARTS, MAY_RESTART)]
-    if restarts:
-        maybe = "" if all(e.how == RESTARTS for e in restarts) else " or may"
-        parts.append(f"restarts{maybe} {_count(plan, restarts)} ({_causes(restarts)})")
+    for way in (RESTARTS, MAY_RESTART):
+        restarts = [e for e in ended if e.how == way]
+        if restarts:
+            parts.append(f"{way} {_count(plan, restarts)} ({_causes(restarts)})")
     for item in over_bounds(plan, base):
         what = {"limit": "its limit", "reserved": "its reserved share", "capacity": "its capacity"}[item.bound]
         by = plan.units.amount(item.key, item.over)
