@@ -97,7 +97,7 @@ def test_a_reservation_lowered_below_use_says_the_work_above_it_now_borrows(appl
     assert first[0] == ("h3", "poolc: policy research-gpu-east 8 GPU above its reserved share")
     over = html.tables[1]
     assert over[1][:5] == ["policy research-gpu-east", "GPU", "12", "reserved 4", "8"]
-    assert over[1][5].startswith("nothing is stopped: the work above the share now borrows, so a "
+    assert over[1][5].startswith("its work above the share keeps running but now borrows, so a "
                                  "higher-priority policy's step may preempt it")
     assert over[1][5].endswith("waiting on it now: vlm-sweep/trial_lr3e4_mixb (vision)")
 

@@ -163,8 +163,8 @@ def over_bounds(plan: Plan, base: BaseComparison) -> list[OverBound]:
 def nothing_stops(item: OverBound) -> str:
     """Why nothing is stopped, and until when the bound holds work back."""
     if item.bound == "reserved":
-        return ("nothing is stopped: the work above the share now borrows, so a higher-priority policy's step may "
-                "preempt it, and a non-preemptible step of this policy starts only inside the share")
+        return ("its work above the share keeps running but now borrows, so a higher-priority policy's step may "
+                "preempt it; a non-preemptible step of this policy runs only inside the share")
     return "nothing is stopped: Kueue does not stop admitted work when quota shrinks"
 
 
