@@ -197,8 +197,10 @@ def _field_name(kind: str, path: str) -> str:
 def input_sentence(change: InputChange, units: Units) -> tuple[str, str, str]:
     """(kind word, name, what changed) for one changed input."""
     kind = _KIND_WORD.get(change.kind, change.kind)
-    if change.change != "update" or not change.fields:
+    if change.change != "update":
         return kind, change.name, _CHANGE_WORD.get(change.change, change.change)
+    if not change.fields:       # the plans record no field of it: say so rather than nothing
+        return kind, change.name, "changed (a field the plans do not record, such as an image or a namespace)"
     parts = []
     whole = _whole_steps(change)
     for step, side in whole.items():
