@@ -425,6 +425,11 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
         return
     if fmt in ("github", "sarif"):
         emit_diagnostics(result.plan.diagnostics_list(), fmt, quiet)
+        if fmt == "github":
+            from .escape import deep
+            from .report.github import plan_commands
+
+            click.echo(plan_commands(deep(result.plan, _t)), nl=False)
         return
     if fmt == "markdown":
         from .report.plan_markdown import render_markdown
@@ -578,15 +583,23 @@ state_file_option = click.option("--state", "state_file", type=click.Path(dir_ok
 
 
 @state.command("list")
+@click.argument("paths", nargs=-1)
 @state_file_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @guarded
-def state_list(state_file: str | None, fmt: str) -> None:
-    """List the allocations the state holds. Exit 0, or 1 when the state is invalid."""
+def state_list(paths: tuple[str, ...], state_file: str | None, fmt: str) -> None:
+    """List the allocations the state holds, amounts in the units of the configuration
+    under PATHS (decimal GB without it; the JSON keeps canonical keys). Exit 0, or 1
+    when the state is invalid."""
     import json
 
+    from .config import display_units
+    from .domain.amounts import DEFAULT
     from .state import DEFAULT_STATE
     from .statecmd import list_allocations
+    from .validate import validate_paths
+
+    units = display_units(validate_paths(list(paths)).config) if paths else DEFAULT
 
     read, rows = list_allocations(state_file or DEFAULT_STATE)
     if not read.ok:
@@ -596,7 +609,7 @@ def state_list(state_file: str | None, fmt: str) -> None:
         click.echo(_json_text(json.dumps(rows, indent=2, sort_keys=True)))
     else:
         for row in rows:
-            holds = " ".join(f"{k}={v}" for k, v in row["holds"].items())
+            holds = units.amounts(row["holds"], skip_step_run=False)
             kind = "preemptible" if row["preemptible"] else "non-preemptible"
             click.echo(_t(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
                           f"since {row['started_at'] or '-'}  {holds}"))

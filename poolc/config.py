@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from . import diagnostics as d
 from .diagnostics import Diagnostic
+from .domain.amounts import Units, memory_family
 from .load import Document
 from .model import KINDS, SHARED, Allocation, Pipeline, Policy, ResourcePool, Stack
 from .schema import structural_diagnostics
@@ -137,3 +138,27 @@ def build_config(files: list[str], documents: list[Document]) -> tuple[Config, l
     for doc in documents:
         builder.add(doc)
     return builder.finish(files)
+
+
+def display_units(config: Config) -> Units:
+    """The unit family people read memory in, from how this platform writes it
+    (pools' capacities and node groups, policies' reserved shares and limits)."""
+    written: list[str | int] = []
+
+    def add(resource_map: object) -> None:
+        if resource_map is None:
+            return
+        memory = getattr(resource_map, "memory", None)
+        extra = getattr(resource_map, "__pydantic_extra__", None) or {}
+        if memory is not None:
+            written.append(str(memory))
+        elif "memory_mb" in extra:
+            written.append(int(extra["memory_mb"]))
+
+    for _, pool in sorted(config.pools.items()):
+        add(pool.obj.spec.capacity)
+        written += [str(group.memory) for group in pool.obj.spec.nodes or ()]
+    for _, policy in sorted(config.policies.items()):
+        add(policy.obj.spec.reserved)
+        add(policy.obj.spec.limit)
+    return Units(memory_family(written))

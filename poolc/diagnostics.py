@@ -155,6 +155,8 @@ R008 = rule("R008", "error", "max_runtime beyond what the step's target allows (
 R010 = rule("R010", "error", "no pool the step may use offers its GPU model (gpu_type)", "requests")
 R011 = rule("R011", "error", "step fits on no node of the pools it may use (multi-node steps are not supported)",
             "requests")
+P010 = rule("P010", "warning", "policy reserves a share but no step_run on a pool that meters it: every step "
+            "borrows", "pools")
 P008 = rule("P008", "error", "capacity row above what the pool's node groups hold", "pools")
 P009 = rule("P009", "error", "node groups that contradict each other or the pool (names, GPU models, labels)",
             "pools")

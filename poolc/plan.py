@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +30,7 @@ from importlib import import_module
 from typing import Any
 
 from . import diagnostics as d
-from .config import Config
+from .config import Config, display_units
 from .diagnostics import Diagnostic, report_order
 from .domain.borrowing import grant_order
 from .domain.change import compare, state_difference
@@ -332,7 +333,6 @@ def plan_prepared(prepared: Prepared, *, strategy: str | Strategy, solve: Strate
     context = TargetContext.of(prepared.validation.config, decided, prepared.live, submit=submit)
     runtime = replay_runtime(prepared, decided, context) if runtime_check else None
     plan = with_sections(prepared, decided, runtime)
-    comparison = compare(base, plan, _victim_policies(prepared.problem).get) if base is not None else None
     requests = waits(plan, prepared.live, submit)
     result = PlanResult(prepared.validation, prepared.state, prepared.state_path, prepared.problem, solution, plan,
                         prepared.previous, sorted(prepared.released))
@@ -340,9 +340,11 @@ def plan_prepared(prepared: Prepared, *, strategy: str | Strategy, solve: Strate
     if prepared.state.ok:
         changes = what_changes(result, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
                                grants=grant_positions(prepared.problem, solution))
+    plan = dataclasses.replace(plan, changes=changes.section if changes else None)
+    # against the base after the changes: what the change ends of running work is read from them
+    comparison = compare(base, plan, _victim_policies(prepared.problem).get) if base is not None else None
     result.plan = dataclasses.replace(plan, base=comparison, requests=requests,
-                                      diagnostics=plan.diagnostics + (changes.refused if changes else ()),
-                                      changes=changes.section if changes else None)
+                                      diagnostics=plan.diagnostics + (changes.refused if changes else ()))
     return result
 
 
@@ -442,7 +444,8 @@ def with_sections(prepared: Prepared, decided: Plan, runtime: tuple[Runtime, lis
         sections["diagnostics"] = tuple(sorted([*decided.diagnostics, *runtime[1]], key=report_order))
     return dataclasses.replace(decided, **sections, finished=prepared.finished, inputs=prepared.digests,
                                external=_external(prepared.state.allocations),
-                               teams=_teams(prepared.validation.config))
+                               teams=_teams(prepared.validation.config),
+                               units=display_units(prepared.validation.config))
 
 
 def waits(plan: Plan, live: list[StepRequest], submit: str) -> tuple[PlannedRequest, ...]:
@@ -589,7 +592,44 @@ def what_changes(result: PlanResult, prepared: Prepared, *, output_dir: str | No
     result.state_action = None if current == result.state_text else ("update" if current is not None else "create")
     allocations = changes(result.previous + [a for a in result.state.allocations if a.metadata.name in result.released],
                           state["allocations"], result.released)
-    section = PlanChanges(AllocationChanges(*(tuple(allocations[k]) for k in ("added", "removed", "resized",
-                                                                               "unchanged"))),
+    restarted, unknown = restarted_jobs(plan, context, result.files, result.on_disk if tree is not None else None,
+                                        recorded, file_digests)
+    section = PlanChanges(AllocationChanges(tuple(allocations["added"]), tuple(allocations["removed"]),
+                                            tuple(allocations["resized"]), tuple(allocations["unchanged"]),
+                                            restarted, unknown),
                           tuple(sorted(file_changes, key=lambda x: x.path)), result.state_action)
     return Changes(section, tuple(refused))
+
+
+_JOB_NAME = re.compile(r"^metadata:\n  name: (\S+)$", re.MULTILINE)
+
+
+def restarted_jobs(plan: Plan, context: TargetContext, files: Mapping[str, str],
+                   on_disk: Mapping[str, str | None] | None, recorded: Mapping[str, str],
+                   digests: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(running allocations whose Kubernetes Job apply replaces, those whose Job file
+    changes where the file apply wrote cannot be read). A Job's name ends in a digest
+    of its spec (targets/kubernetes.py), so a new name is a new Job: `kubectl apply
+    --prune` deletes the old one, which stops the running pod. ``on_disk``: the files
+    read from the output directory, None when it is not known."""
+    from .targets.kubernetes import job_paths
+
+    restarted, unknown = [], []
+    paths = job_paths(context)
+    for request in plan.requests:
+        path = paths.get(request.id)
+        if request.running is None or request.status != "allocated" or path is None or path not in files:
+            continue
+        if recorded.get(path) == digests[path]:
+            continue                                  # the file apply wrote: the same Job
+        old = on_disk.get(path) if on_disk is not None else None
+        if old is None:
+            if path in recorded:
+                unknown.append(request.running)
+            continue
+        before, after = _JOB_NAME.search(old), _JOB_NAME.search(files[path])
+        if before is None or after is None:
+            unknown.append(request.running)
+        elif before[1] != after[1]:
+            restarted.append(request.running)
+    return tuple(sorted(restarted)), tuple(sorted(unknown))

@@ -360,7 +360,9 @@ def test_sagemaker_steps_are_priced_by_their_instance(tmp_path):
         made = forecast_plan(result, horizon=WEEK, now=T0,
                              instance_price_override={t.name: usd for t in load_catalog()})
         assert made.forecast is not None
-        spend.append(team(made.forecast, "sagemaker-gpu").usd)
+        # the spend is the pipeline's team's (llm-finetune: assistant), not the step operator's
+        spend.append(team(made.forecast, "assistant").usd)
+        assert "sagemaker-gpu" not in {t.team for t in made.forecast.teams if t.usd}
         assert made.forecast.prices["date"] == "2026-11-22"
     assert spend[0] and spend[1] == 2 * spend[0]
 

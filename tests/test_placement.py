@@ -191,7 +191,7 @@ def test_validate_rejects_what_no_node_can_run(tmp_path):
     assert f"pool 'a100' offers {A100}, not B200" in found["R010", "error"]
     assert f"pool 'h100' offers {H100}, not B200" in found["R010", "error"]
     assert "pool 'cpu' has no GPUs" in found["R010", "error"]
-    assert "holds gpu=16" in found["R011", "error"] and "multi-node steps are not supported" in found["R011", "error"]
+    assert "holds 16 GPU" in found["R011", "error"] and "multi-node steps are not supported" in found["R011", "error"]
     assert "pool 'legacy' does not say which GPU model" in found["T002", "warning"]
 
 

@@ -107,8 +107,8 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
     differences = tables["step", "team", "the cluster", "the plan", "why"]
     # gate mode: the queued vision sweep never reaches Kueue, so rerank is admitted as
     # planned; the lab borrower's Workload is unknown, so poolc cannot stop it
-    assert [row[:4] for row in differences] == [["hi-borrower", "-", "keeps running", "preempted"],
-                                                ["mid-eval/fixed", "-", "stays pending", "allocated"]]
+    assert [row[:4] for row in differences] == [["hi-borrower", "hi-k8s", "keeps running", "preempted"],
+                                                ["mid-eval/fixed", "mid-k8s", "stays pending", "allocated"]]
     steps = [rows for header, rows in tables.items() if header == ("step", "team", "policy", "demand", "why")]
     assert len(html.tables) == 8 and len(steps) == 1      # rejected and queued share a header: one key
     assert tables["", "tier", "value"] == [
@@ -125,8 +125,8 @@ def test_review_comment_renders_every_section_with_the_plans_rows(tmp_path, monk
     assert [row[0] for row in queued] == ["ranking-train/train", "vision-sweep/sweep", "ranking-train/huge"]
     train = queued[0]
     assert train[2:4] == ["ranking-onprem", "8 GPU"]
-    assert train[4].startswith("non-preemptible share: policy ranking-onprem holds 8 of reserved 12 GPU, needs 8; "
-                               "also gpu: needs 8, free 2 in pool onprem-gpu")
+    assert train[4].startswith("non-preemptible share: policy ranking-onprem holds 8 GPU of the reserved 12 GPU, "
+                               "needs 8 GPU; also GPU: needs 8 GPU, free 2 GPU in pool onprem-gpu")
     # hi-borrower is preempted by the plan but kept running by Kueue: said once, among the differences
     assert [row[0] for row in tables["step", "team", "pool", "to make room for", "why"]] == ["vision-c"]
     assert len(tables["pool", "resource", "capacity", "used", "free", ""]) == len(plan.pools) == 2
@@ -148,7 +148,8 @@ def test_examples_comment_renders(tmp_path, monkeypatch):
     queued = next(t for t in html.tables if t["header"] == ["step", "team", "policy", "demand", "why"])
     assert [row[0] for row in queued["rows"]] == [r.id for r in waiting(plan)]
     assert [row[1] for row in queued["rows"]] == ["assistant", "vision", "vision", "vision", "vision"]
-    assert "> **Preempts running work:** `research-sweep-lr-02` will stop when this plan is applied." in text
+    assert ("> **Running work ends when this plan is applied:** is preempted: `research-sweep-lr-02` (research-k8s)."
+            in text)
     _assert_well_formed(html)
 
 

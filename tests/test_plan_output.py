@@ -164,7 +164,8 @@ def diagnostic_json(root: Path) -> list[dict]:
 def request(id, requester, demand, status, pool=None, policy=None, borrowed=None, reason=None, message="",
             preemptible=True):
     return {"id": id, "requester": requester, "preemptible": preemptible, "demand": demand, "status": status,
-            "pool": pool, "policy": policy, "borrowed": borrowed or {}, "reason": reason, "message": message}
+            "pool": pool, "policy": policy, "borrowed": borrowed or {}, "reason": reason, "message": message,
+            "team": requester}     # no pipeline here has labels.team: the team is the component
 
 
 def test_plan_json_is_exact(tmp_path, monkeypatch):
@@ -191,7 +192,8 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
             request("train/fixed", "prod-k8s", {"gpu": 6, "step_run": 1}, "rejected", reason="R004",
                     preemptible=False,
                     message="step 'fixed' is non-preemptible and asks gpu=6, but policy 'prod' reserves only gpu=4; it "
-                            "can never be admitted: reserve more, or make the step preemptible"),
+                            "can never be admitted: reserve more (gpu=6 in policy 'prod'), or make the step "
+                            "preemptible"),
             request("train/huge", "prod-k8s", {"gpu": 16, "step_run": 1}, "rejected", reason="R003",
                     message="step 'huge' is eligible on no pool: pool 'dc' has gpu=8 in all (needs 16); it can never "
                             "be admitted: ask for less, or raise the capacity or limit"),
@@ -200,7 +202,7 @@ def test_plan_json_is_exact(tmp_path, monkeypatch):
         ],
         "preempted": [{"id": "sweep-old", "pool": "dc", "for": ["train/eval", "train/train"],
                        "message": "preempted for train/eval, train/train (priority 100) on gpu; it borrowed "
-                                  "gpu=4 above policy research's reserved share"}],
+                                  "gpu=4 above policy research's reserved share", "subject": "research-k8s"}],
         "pools": [{"name": "dc", "capacity": {"gpu": 8, "step_run": 10}, "used": {"gpu": 7, "step_run": 3},
                    "free": {"gpu": 1, "step_run": 7}}],
         "policies": [
@@ -417,7 +419,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "Plan: strategy optimal, status OPTIMAL, gap 0",
         f"inputs {result.plan.inputs_digest}",
         "6 steps: 4 allocated, 0 queued, 2 rejected, 1 preempted",
-        "WARNING: preempts running work: sweep-old",
+        "WARNING: running work ends when this plan is applied: is preempted: sweep-old (research-k8s)",
     ]
     for block in (
         "Objective, in order (each tier optimised with the ones above held)\n"
@@ -438,15 +440,17 @@ def test_text_plan(tmp_path, monkeypatch):
         "    step runs        10     3     7\n",
         "Rejected (2)\n  train/fixed  prod-k8s, non-preemptible  -\n      demand  6 GPU\n"
         "      [R004] step 'fixed' is non-preemptible and asks 6 GPU, but policy 'prod' reserves only 4 GPU;\n"
-        "      it can never be admitted: reserve more, or make the step preemptible\n",
+        "      it can never be admitted: reserve more (6 GPU in policy 'prod'), or make the step preemptible\n",
         # the reason's tag once: the JSON message's own "unmanaged:" lead-in is not repeated after it
         "  adhoc/notebook  adhoc-k8s  outside every pool\n      demand  1 core\n"
         "      [UNMANAGED] component adhoc-k8s has no policy on any pool, so the step runs outside every\n"
         "      pool; add a Policy for it to manage it\n",
-        "Running work preempted (1)\n  sweep-old  in pool dc\n      preempted for train/eval, train/train (priority "
+        "Running work preempted (1)\n  sweep-old (research-k8s)  in pool dc\n"
+        "      preempted for train/eval, train/train (priority "
         "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
-        "Changes\n  running steps: 3 start, 1 stop, 0 restart resized, 0 keep running\n  + research/probe starts\n"
-        "  + train/eval starts\n  + train/train starts\n  - sweep-old stops\n"
+        "Changes\n  running steps: 3 start, 1 stop, 0 keep running\n"
+        "  + research/probe (research-k8s) starts\n"          # no labels.team: the team is the component
+        "  + train/eval (prod-k8s) starts\n  + train/train (prod-k8s) starts\n  - sweep-old (research-k8s) stops\n"
         "  generated files: 7 to create, 0 to update, 0 to delete\n",
     ):
         assert block in text

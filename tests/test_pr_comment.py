@@ -194,7 +194,7 @@ def test_lowering_a_limit_reads_as_what_it_does(change, request):
         ["ranking-pretrain/pretrain", "ranking", "allocated", "queued"],
         ["vlm-sweep/trial_lr1e3_mixb", "vision", "preempted", "keeps running"],
         ["vlm-sweep/trial_lr3e4_mixa", "vision", "preempted", "keeps running"]]
-    assert fates[1][4].startswith("limit: policy prod-gpu-east holds 4 of 10 gpu, needs 8")
+    assert fates[1][4].startswith("limit: policy prod-gpu-east holds 4 GPU of 10 GPU, needs 8 GPU")
     assert policies[1:] == [["prod-gpu-east", "2 → 1", "0 → 1", "0"],
                             ["research-gpu-east", "1 → 3", "2 → 0", "2 → 0"]]
     assert "blockquote" not in html.kinds()          # it preempts nothing: no warning
@@ -223,15 +223,21 @@ def test_raising_it_back_warns_of_the_running_work_it_preempts(change):
     assert _plan("head", "--out", "head.json").exit_code == 0
     result = _plan("base", "--base", "head.json", "--format", "markdown")
     html = rendered(result.stdout)
-    assert html.text_of("h3") == ["poolc: preempts 2 running steps, 1 step queued → allocated"]
-    assert html.blocks[1] == ("blockquote", "[!WARNING] Preempts running work: vlm-sweep/trial_lr1e3_mixb "
-                                            "(vision), vlm-sweep/trial_lr3e4_mixa (vision) will stop when this "
-                                            "change is applied.")
+    assert html.text_of("h3") == ["poolc: stops 2 running steps (preempted), 1 step queued → allocated"]
+    assert html.blocks[1] == ("blockquote", "[!WARNING] Running work ends when this change is applied: is "
+                                            "preempted: vlm-sweep/trial_lr1e3_mixb (vision), "
+                                            "vlm-sweep/trial_lr3e4_mixa (vision).")
+    ended = next(table for table in html.tables if table[0] == ["step", "team", "what happens", "why"])
+    assert [row[:3] for row in ended[1:]] == [["vlm-sweep/trial_lr1e3_mixb", "vision", "is preempted"],
+                                              ["vlm-sweep/trial_lr3e4_mixa", "vision", "is preempted"]]
+    # gate mode: apply stops a victim with a stop object, which needs its Workload (unknown here: never imported)
+    assert all(row[3].endswith("its Kueue Workload is unknown, so apply writes no stop object for it "
+                               "(poolc state import --kueue records it)") for row in ended[1:])
     text = _plan("base", "--base", "head.json").stdout
     first = text.split("\n\n", 1)[0].splitlines()
-    assert first[0] == "Change: preempts 2 running steps, 1 step queued → allocated"
-    assert " ".join(first[1:]) == ("WARNING: preempts running work: vlm-sweep/trial_lr1e3_mixb (vision), "
-                                   "vlm-sweep/trial_lr3e4_mixa (vision) will stop when this change is applied")
+    assert first[0] == "Change: stops 2 running steps (preempted), 1 step queued → allocated"
+    assert " ".join(first[1:]) == ("WARNING: running work ends when this change is applied: is preempted: "
+                                   "vlm-sweep/trial_lr1e3_mixb (vision), vlm-sweep/trial_lr3e4_mixa (vision)")
     assert cli("show", "--format", "text", "head.json").exit_code == 0
 
 
@@ -277,7 +283,7 @@ def test_a_contended_change_says_once_what_happens_to_each_step(tmp_path, monkey
     assert html.tables[0][1:] == [["pipeline", "ranking-train", "step rerank demand 6 GPU → 4 GPU"]]
     cluster = html.tables[2]
     assert cluster[0] == ["step", "team", "the cluster", "the plan", "why"]
-    assert [row[:4] for row in cluster[1:]] == [["hi-borrower", "-", "keeps running", "preempted"],
+    assert [row[:4] for row in cluster[1:]] == [["hi-borrower", "hi-k8s", "keeps running", "preempted"],
                                                 ["mid-eval/fixed", "eval", "stays pending", "allocated"]]
     # one truth per step: no step of the cluster's table appears in another table of the plan
     steps = {row[0] for row in cluster[1:]}

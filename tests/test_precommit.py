@@ -166,7 +166,7 @@ def test_validate_hook_sees_cross_file_breakage(installed: Path, head: str, tmp_
     assert proc.returncode == 1, proc.stdout + proc.stderr
     # train_model (non-preemptible, 4 GPUs) no longer fits prod-k8s-dc1's reserved share
     assert "config/pipelines/prod-training.yaml:22:22: error[R003]" in proc.stdout
-    assert "reserves only gpu=1" in proc.stdout
+    assert "reserves only 1 GPU" in proc.stdout
 
 
 def test_validate_hook_is_skipped_when_no_yaml_changed(installed: Path, head: str, tmp_path: Path):
@@ -242,4 +242,4 @@ def test_validate_code_hook_catches_a_gpu_count_raised_in_a_decorator(installed:
     assert "Failed" in proc.stdout
     # prod-k8s-dc1 reserves gpu=6; the step is not preemptible (reclaim_tolerance none)
     assert "ml/training.py:5:85: error[R003] step 'fine_tune' is eligible on no pool" in proc.stdout
-    assert "reserves only gpu=6 on pool 'datacenter-one' (a non-preemptible step needs 8" in proc.stdout
+    assert "reserves only 6 GPU on pool 'datacenter-one' (a non-preemptible step needs 8 GPU" in proc.stdout

@@ -99,7 +99,7 @@ def test_a_gpu_count_above_the_reserve_is_reported_at_the_decorator(tmp_path: Pa
     found = diagnostics(repo / "platform.yaml", repo / "zenml-code.yaml")
     assert len(found) == 1
     assert found[0].startswith(f"{repo / 'training.py'}:13:86: error[R004] step 'train' is non-preemptible and "
-                               "asks gpu=4")
+                               "asks 4 GPU")
 
 
 def test_an_unknown_step_operator_is_reported_in_the_run_configuration(tmp_path: Path):

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..config import Config
+from ..config import Config, display_units
 from ..diagnostics import Diagnostic, Rule
+from ..domain.amounts import Units
 from ..requests import StepRequest, build_requests
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ class Context:
     @cached_property
     def requests(self) -> list[StepRequest]:
         return build_requests(self.config)
+
+    @cached_property
+    def units(self) -> Units:
+        """How diagnostics say amounts: the family the platform writes memory in."""
+        return display_units(self.config)
 
     @cached_property
     def problem(self) -> Problem:

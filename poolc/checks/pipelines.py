@@ -216,7 +216,7 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
                                      f"step {source.step!r} and every other step it runs are unmanaged "
                                      "(outside every pool); add a Policy for it", source.path, key=True)
             continue
-        rule_id, message = rejection(source.step, reasons, request.gpu_type)
+        rule_id, message = rejection(source.step, reasons, request.gpu_type, ctx.units)
         yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key), request=source.id)
 
 

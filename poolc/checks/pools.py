@@ -1,4 +1,4 @@
-"""Rules on pools and policies (P001-P006, and N002 for a policy's pool)."""
+"""Rules on pools and policies (P001-P006, P010, and N002 for a policy's pool)."""
 
 from __future__ import annotations
 
@@ -123,3 +123,26 @@ def custom_keys_not_enforced(ctx: Context) -> Iterator[Diagnostic]:
                 yield pool.doc.diagnostic(d.P006, f"custom key {key!r} is planned by poolc but Kueue does not "
                                           "enforce it at runtime (no node advertises it)",
                                           ("spec", "capacity", key), key=True)
+
+
+@check(d.P010)
+def step_run_not_reserved(ctx: Context) -> Iterator[Diagnostic]:
+    """P010 (warning): a policy that reserves a share on a pool metering ``step_run``
+    but reserves no ``step_run``: every step asks ``step_run: 1``, so every step of
+    the policy lies partly above its share, borrows, and may be preempted by a
+    higher-priority policy; a non-preemptible step of it can never be admitted
+    there. A policy that reserves nothing (``reserved: {}``) borrows on purpose."""
+    for name, entry in sorted(ctx.config.policies.items()):
+        spec = entry.obj.spec
+        pool = ctx.config.pools.get(spec.pool)
+        reserved = spec.reserved.units()
+        if pool is None or not any(reserved.values()) or reserved.get("step_run", 0) > 0:
+            continue
+        if pool.obj.spec.capacity_units().get("step_run", 0) <= 0:
+            continue
+        keys = ", ".join(k for k in sorted(reserved) if reserved[k])
+        yield entry.doc.diagnostic(d.P010, f"policy {name!r} reserves {keys} on pool {spec.pool!r} but no step_run, "
+                                   "which the pool meters: every step takes one step_run above the share, so "
+                                   "every step of it borrows (a higher-priority policy may preempt it, and a "
+                                   "non-preemptible step can never be admitted); reserve step_run too, one per "
+                                   "step the share should hold", ("spec", "reserved"), key=True)

@@ -72,17 +72,23 @@ class BaseComparison:
     preempted_added: tuple[str, ...] = ()         # running allocations this change preempts
     preempted_removed: tuple[str, ...] = ()       # ... the base preempted and this change does not
     policies: tuple[PolicyChange, ...] = ()       # sorted by name
+    ends_added: tuple[str, ...] = ()              # running allocations this change stops or restarts otherwise
+    ends_removed: tuple[str, ...] = ()            # ... the base stopped or restarted and this change does not
 
     @property
     def no_effect(self) -> bool:
         """The change leaves the plan as the base branch's: nothing to review."""
-        return not (self.inputs or self.steps or self.preempted_added or self.preempted_removed or self.policies)
+        return not (self.inputs or self.steps or self.preempted_added or self.preempted_removed or self.policies
+                    or self.ends_added or self.ends_removed)
 
     def as_dict(self) -> dict:
-        return {"inputs_digest": self.inputs_digest, "inputs": [x.as_dict() for x in self.inputs],
-                "steps": [x.as_dict() for x in self.steps],
-                "preempted": {"added": list(self.preempted_added), "removed": list(self.preempted_removed)},
-                "policies": [x.as_dict() for x in self.policies]}
+        found = {"inputs_digest": self.inputs_digest, "inputs": [x.as_dict() for x in self.inputs],
+                 "steps": [x.as_dict() for x in self.steps],
+                 "preempted": {"added": list(self.preempted_added), "removed": list(self.preempted_removed)},
+                 "policies": [x.as_dict() for x in self.policies]}
+        if self.ends_added or self.ends_removed:
+            found["ends"] = {"added": list(self.ends_added), "removed": list(self.ends_removed)}
+        return found
 
 
 def state_difference(base: Plan, head_inputs: Mapping[str, str]) -> str | None:
@@ -109,7 +115,20 @@ def compare(base: Plan, head: Plan, victim_policy: Callable[[str], str | None] =
         steps=_steps(base, head),
         preempted_added=tuple(sorted({p.id for p in head.preempted} - {p.id for p in base.preempted})),
         preempted_removed=tuple(sorted({p.id for p in base.preempted} - {p.id for p in head.preempted})),
-        policies=_policies(base, head, victim_policy))
+        policies=_policies(base, head, victim_policy),
+        ends_added=tuple(sorted(_ends(head) - _ends(base))),
+        ends_removed=tuple(sorted(_ends(base) - _ends(head))))
+
+
+def _ends(plan: Plan) -> set[str]:
+    """Running allocations whose work a plan ends other than by preemption: released
+    because their step changed (resized, or no longer admitted), stopped because
+    their step is gone, or restarted because their Job changed (or may be)."""
+    if plan.changes is None:
+        return set()
+    a = plan.changes.allocations
+    preempted = {p.id for p in plan.preempted}
+    return set(a.resized) | set(a.restarted) | set(a.restart_unknown) | (set(a.removed) - preempted)
 
 
 def _steps(base: Plan, head: Plan) -> tuple[StepChange, ...]:
@@ -208,7 +227,9 @@ def from_dict(data: Any) -> BaseComparison | None:
             preempted_added=tuple(str(x) for x in preempted.get("added") or []),
             preempted_removed=tuple(str(x) for x in preempted.get("removed") or []),
             policies=tuple(PolicyChange(str(x["name"]), _pair(x["admitted"]), _pair(x["queued"]),
-                                        _pair(x["preempted"])) for x in data.get("policies") or []))
+                                        _pair(x["preempted"])) for x in data.get("policies") or []),
+            ends_added=tuple(str(x) for x in (data.get("ends") or {}).get("added") or []),
+            ends_removed=tuple(str(x) for x in (data.get("ends") or {}).get("removed") or []))
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 

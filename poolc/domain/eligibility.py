@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .amounts import Units, key_word
 from .gpu_models import matches
 from .problem import BUILTIN_UNBOUNDED, PolicyRule, Pool, Problem, Request
 
@@ -47,40 +48,71 @@ class Ineligibility:
     needs: int
     allowed: int
     detail: str = ""   # a placement rule's sentence
+    # RESERVED: every key short of the reserved share at once, (key, needs, reserved), sorted
+    short: tuple[tuple[str, int, int], ...] = ()
+    # NODE: what the step needs of one node, and the group with the most of ``key``
+    node_need: tuple[tuple[str, int], ...] = ()
+    node_group: str | None = None
 
-    def sentence(self) -> str:
+    def shortfall(self, units: Units | None = None) -> tuple[str, str]:
+        """RESERVED: (``mcpu=128000, memory_mb=262144`` asked, ``mcpu=96000, memory_mb=0`` reserved),
+        or in ``units`` (``128 cores, 262.1 GB``)."""
+        keys = self.short or ((self.key, self.needs, self.allowed),)
+        return (", ".join(said(k, needs, units) for k, needs, _ in keys),
+                ", ".join(said(k, allowed, units) for k, _, allowed in keys))
+
+    def sentence(self, units: Units | None = None) -> str:
         """A zero capacity or limit is said as such: a written 0 forbids the key,
-        and "limits gpu to 0" would read like a rounding accident."""
+        and "limits gpu to 0" would read like a rounding accident. ``units``: amounts
+        as people read them (diagnostics); None: canonical ``key=value`` (the plan's
+        messages, which its renderers translate)."""
+        if self.rule == NODE and self.node_need:
+            need = ", ".join(said(k, v, units) for k, v in self.node_need if v > 0) or "the step"
+            where = f" (group '{self.node_group}')" if self.node_group is not None else ""
+            return (f"no node of pool '{self.policy.pool}' holds {need}: its largest has "
+                    f"{said(self.key, self.allowed, units)}{where}; a step runs on one node (multi-node steps are "
+                    "not supported)")
         if self.detail:
             return self.detail
+        needs = self.needs if units is None else units.amount(self.key, self.needs)
+        key = self.key if units is None else key_word(self.key)
         if self.rule == CAPACITY and self.allowed == 0:
-            return (f"pool '{self.policy.pool}' has no {self.key} (capacity {self.key}=0; "
-                    f"needs {self.needs})")
+            return (f"pool '{self.policy.pool}' has no {key} (capacity {said(self.key, 0, units)}; "
+                    f"needs {needs})")
         if self.rule == CAPACITY:
-            return (f"pool '{self.policy.pool}' has {self.key}={self.allowed} in all "
-                    f"(needs {self.needs})")
+            return (f"pool '{self.policy.pool}' has {said(self.key, self.allowed, units)} in all "
+                    f"(needs {needs})")
         if self.rule == LIMIT and self.allowed == 0:
-            return (f"policy '{self.policy.name}' forbids {self.key} on pool '{self.policy.pool}' "
-                    f"(limit {self.key}=0; needs {self.needs})")
+            return (f"policy '{self.policy.name}' forbids {key} on pool '{self.policy.pool}' "
+                    f"(limit {said(self.key, 0, units)}; needs {needs})")
         if self.rule == LIMIT:
-            return (f"policy '{self.policy.name}' limits {self.key} to {self.allowed} on pool "
-                    f"'{self.policy.pool}' (needs {self.needs})")
-        return (f"policy '{self.policy.name}' reserves only {self.key}={self.allowed} on pool "
-                f"'{self.policy.pool}' (a non-preemptible step needs {self.needs} inside the reserved share)")
+            allowed = self.allowed if units is None else units.amount(self.key, self.allowed)
+            return (f"policy '{self.policy.name}' limits {key} to {allowed} on pool "
+                    f"'{self.policy.pool}' (needs {needs})")
+        asks, reserved = self.shortfall(units)
+        return (f"policy '{self.policy.name}' reserves only {reserved} on pool '{self.policy.pool}' (a "
+                f"non-preemptible step needs {asks} inside the reserved share)")
 
 
 def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],
                  preemptible: bool) -> Ineligibility | None:
-    """Eligibility of one request for one policy's pool; None if eligible."""
-    for key, need in sorted(metered_demand(pool, demand).items()):
+    """Eligibility of one request for one policy's pool; None if eligible. A
+    non-preemptible request short of the reserved share is short on every such
+    key at once (``short``): one answer names them all, not one per run."""
+    needs = sorted(metered_demand(pool, demand).items())
+    for key, need in needs:
         cap = pool.capacity.get(key, 0)
         if need > cap:
             return Ineligibility(policy, CAPACITY, key, need, cap)
         lim = policy.limit.get(key, cap)
         if need > lim:
             return Ineligibility(policy, LIMIT, key, need, lim)
-        if not preemptible and need > policy.rsv(key):
-            return Ineligibility(policy, RESERVED, key, need, policy.rsv(key))
+    if preemptible:
+        return None
+    short = tuple((key, need, policy.rsv(key)) for key, need in needs if need > policy.rsv(key))
+    if short:
+        key, need, reserved = short[0]
+        return Ineligibility(policy, RESERVED, key, need, reserved, short=short)
     return None
 
 
@@ -126,12 +158,13 @@ def _no_node(pool: Pool, policy: PolicyRule, request: Request, model: str | None
     biggest = max(nodes, key=lambda n: (n.shape.get(key, 0), n.group)) if nodes else None
     where = f" (group '{biggest.group}')" if biggest is not None else ""
     return Ineligibility(policy, NODE, key, need[key], most,
-                         f"no node of pool '{pool.name}' holds {_node_need(need)}: its largest has "
-                         f"{key}={most}{where}; a step runs on one node (multi-node steps are not supported)")
+                         f"no node of pool '{pool.name}' holds the step{where}",
+                         node_need=tuple(need.items()), node_group=biggest.group if biggest is not None else None)
 
 
-def _node_need(need: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in need.items() if v > 0) or "the step"
+def said(key: str, value: int, units: Units | None) -> str:
+    """``gpu=4`` (canonical, units None) or ``4 GPU`` (as people read it)."""
+    return f"{key}={value}" if units is None else units.amount(key, value)
 
 
 def _preference(request: Request, policies: list[PolicyRule]) -> list[PolicyRule]:
@@ -201,7 +234,8 @@ def eligible_policies(problem: Problem, request: Request) -> tuple[list[PolicyRu
     return list(found[0]), list(found[1])
 
 
-def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = None) -> tuple[str, str]:
+def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = None,
+              units: Units | None = None) -> tuple[str, str]:
     """(rule id, sentence) for a step eligible on no pool: R004 when only the
     non-preemptible share stands in the way everywhere; R010 when no pool it may
     use offers its GPU model (naming the models on offer); R011 when no node of
@@ -212,19 +246,27 @@ def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = No
     if MODEL in kinds and kinds <= placement:
         return R010, _model_rejection(step, reasons, gpu_type)
     if NODE in kinds and kinds <= placement | {NODE}:
-        why = "; ".join(r.sentence() for r in reasons)
+        why = "; ".join(r.sentence(units) for r in reasons)
         return R011, (f"step {step!r} fits on no node of the pools it may use: {why}; it can never be "
                       "admitted: ask for less, or add a node group with larger nodes")
     only_share = all(r.rule == RESERVED for r in reasons)
     rule = R004 if only_share else R003
     if only_share and len(reasons) == 1:
         r = reasons[0]
-        return rule, (f"step {step!r} is non-preemptible and asks {r.key}={r.needs}, but policy "
-                      f"{r.policy.name!r} reserves only {r.key}={r.allowed}; it can never be "
-                      "admitted: reserve more, or make the step preemptible")
-    why = "; ".join(r.sentence() for r in reasons)
-    fix = "reserve more, or make the step preemptible" if only_share else "ask for less, or raise the capacity or limit"
+        asks, reserved = r.shortfall(units)
+        return rule, (f"step {step!r} is non-preemptible and asks {asks}, but policy {r.policy.name!r} reserves "
+                      f"only {reserved}; it can never be admitted: {_share_fix([r], units)}")
+    why = "; ".join(r.sentence(units) for r in reasons)
+    shares = [r for r in reasons if r.rule == RESERVED]
+    # a pool that fits the step but for its reserved share is the one to fix, not the others' capacity
+    fix = _share_fix(shares, units) if shares else "ask for less, or raise the capacity or limit"
     return rule, f"step {step!r} is eligible on no pool: {why}; it can never be admitted: {fix}"
+
+
+def _share_fix(shares: list[Ineligibility], units: Units | None) -> str:
+    """The two real fixes of a non-preemptible step short of reserved shares."""
+    where = " or ".join(f"{r.shortfall(units)[0]} in policy {r.policy.name!r}" for r in shares)
+    return f"reserve more ({where}), or make the step preemptible"
 
 
 def _model_rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None) -> str:

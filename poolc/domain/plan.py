@@ -23,6 +23,7 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from ..escape import json_text
 from ..jsontext import dumps_sorted
+from .amounts import DEFAULT, Units
 from .change import BaseComparison
 from .naming import allocation_name
 
@@ -79,11 +80,14 @@ class Preemption:
     for_: tuple[str, ...]             # request ids it makes room for, sorted
     message: str
     workload: str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
+    subject: str | None = None        # the component it runs under: the team of work that is no step's
 
     def as_dict(self) -> dict:
         found = {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
         if self.workload is not None:
             found["workload"] = self.workload
+        if self.subject is not None:
+            found["subject"] = self.subject
         return found
 
 
@@ -177,17 +181,31 @@ class FileChange:
 
 @dataclass(frozen=True)
 class AllocationChanges:
-    """Running allocations the plan starts (``added``), stops (``removed``), restarts
-    because their step's request changed (``resized``) and keeps (``unchanged``): names, sorted."""
+    """Running allocations the plan starts (``added``), stops (``removed``), releases
+    because their step's request changed (``resized``: planned again, so restarted
+    or left waiting) and keeps (``unchanged``): names, sorted.
+
+    Of the kept ones, ``restarted`` are those whose Kubernetes Job apply replaces
+    (its spec changed: an image, a command, a runtime), which stops the running
+    pod and starts the step again; ``restart_unknown`` those whose Job file
+    changed where poolc cannot read the one apply wrote (no output directory),
+    so it cannot tell. Both are in the JSON only when not empty."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     resized: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+    restart_unknown: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"added": list(self.added), "removed": list(self.removed), "resized": list(self.resized),
-                "unchanged": list(self.unchanged)}
+        found = {"added": list(self.added), "removed": list(self.removed), "resized": list(self.resized),
+                 "unchanged": list(self.unchanged)}
+        if self.restarted:
+            found["restarted"] = list(self.restarted)
+        if self.restart_unknown:
+            found["restart_unknown"] = list(self.restart_unknown)
+        return found
 
 
 @dataclass(frozen=True)
@@ -266,10 +284,28 @@ class Plan:
     # pipeline -> its team (metadata.labels.team), for the people reading the plan
     teams: Mapping[str, str] = field(default_factory=dict)
     base: BaseComparison | None = None        # what the change does against a base plan (`plan --base`)
+    units: Units = DEFAULT                    # how people read its quantities (domain.amounts)
 
     def team_of(self, request_id: str) -> str | None:
-        """The team of a step's pipeline, when its labels name one."""
-        return self.teams.get(request_id.partition("/")[0])
+        """A step's team, the one definition every output uses (docs/cli.md#teams):
+        its pipeline's ``metadata.labels.team``, else the component that runs it."""
+        team = self.teams.get(request_id.partition("/")[0])
+        if team:
+            return team
+        request = self._requests_by_id.get(request_id)
+        return request.requester if request is not None else None
+
+    def team_of_allocation(self, name: str) -> str | None:
+        """A running allocation's team: its step's, else (written by hand) its component,
+        where the plan records it (a preempted allocation)."""
+        step = self.step_of_allocation(name)
+        if step is not None:
+            return self.team_of(step)
+        return next((p.subject for p in self.preempted if p.id == name), None)
+
+    @cached_property
+    def _requests_by_id(self) -> dict[str, PlannedRequest]:
+        return {r.id: r for r in self.requests}
 
     def step_of_allocation(self, name: str) -> str | None:
         """The step a running allocation stands for (apply names it after the step);
@@ -291,7 +327,7 @@ class Plan:
         return {
             "format_version": FORMAT_VERSION,
             "inputs_digest": self.inputs_digest,
-            "requests": [r.as_dict() for r in self.requests],
+            "requests": [{**r.as_dict(), "team": self.team_of(r.id)} for r in self.requests],
             "preempted": [p.as_dict() for p in self.preempted],
             "pools": [p.as_dict() for p in self.pools],
             "policies": [q.as_dict() for q in self.policies],
@@ -305,6 +341,7 @@ class Plan:
             **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
             **({"teams": dict(sorted(self.teams.items()))} if self.teams else {}),
             **({"base": self.base.as_dict()} if self.base is not None else {}),
+            **({"units": self.units.as_dict()} if self.units != DEFAULT else {}),
         }
 
 

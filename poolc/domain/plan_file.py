@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..jsonpos import JsonScan
+from .amounts import DECIMAL, Units
 from .plan import (
     STRATEGIES,
     TIER_KINDS,
@@ -68,6 +69,7 @@ class RequestModel(_Model):
     borrowed: Ints
     reason: Str | None = None
     message: Str
+    team: Str | None = None          # Plan.team_of, written for readers of the JSON; worked out again
 
 
 class PreemptionModel(_Model):
@@ -76,6 +78,7 @@ class PreemptionModel(_Model):
     for_: list[Str] = Field(alias="for")
     message: Str
     workload: Str | None = None
+    subject: Str | None = None
 
 
 def _covers(name: str, table: dict[str, int], keys: dict[str, int], what: str) -> None:
@@ -158,6 +161,8 @@ class AllocationChangesModel(_Model):
     removed: list[Str] = []
     resized: list[Str] = []
     unchanged: list[Str] = []
+    restarted: list[Str] = []
+    restart_unknown: list[Str] = []
 
 
 class FileChangeModel(_Model):
@@ -211,6 +216,7 @@ class PlanModel(_Model):
     external: list[ExternalModel] = []
     inputs: dict[str, Str] | None = None
     teams: dict[str, Str] = {}
+    units: dict[Literal["memory_mb"], Literal["decimal", "binary"]] = {}
 
 
 def _where(loc: tuple[int | str, ...]) -> tuple[str, str]:
@@ -308,7 +314,8 @@ def read_plan(data: str | Any, text: str | None = None) -> Plan:
         base = change.from_dict(data["base"])
         if base is None:
             raise _at(text, ("base",), "not a poolc plan file: 'base' is not the comparison `plan --base` writes")
-    return dataclasses.replace(_plan(model, data), teams=dict(model.teams), base=base)
+    return dataclasses.replace(_plan(model, data), teams=dict(model.teams), base=base,
+                               units=Units(model.units.get("memory_mb", DECIMAL)))
 
 
 def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
@@ -322,7 +329,8 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
         inputs_digest=model.inputs_digest,
         requests=tuple(PlannedRequest(r.id, r.requester, r.preemptible, dict(r.demand), r.status, r.pool, r.policy,
                                       dict(r.borrowed), r.reason, r.message) for r in model.requests),
-        preempted=tuple(Preemption(p.id, p.pool, tuple(p.for_), p.message, p.workload) for p in model.preempted),
+        preempted=tuple(Preemption(p.id, p.pool, tuple(p.for_), p.message, p.workload, p.subject)
+                        for p in model.preempted),
         pools=tuple(PoolUsage(p.name, dict(p.capacity), dict(p.used), dict(p.free)) for p in model.pools),
         policies=tuple(PolicyUsage(q.name, q.pool, q.priority, dict(q.reserved), dict(q.limit), dict(q.used),
                                    dict(q.borrowed)) for q in model.policies),
@@ -338,7 +346,8 @@ def _plan(model: PlanModel, data: dict[str, Any]) -> Plan:
 def _changes(model: ChangesModel, data: dict[str, Any]) -> PlanChanges:
     """The typed section; keys a newer poolc added stay as written (``extra``)."""
     a = model.allocations
-    return PlanChanges(AllocationChanges(tuple(a.added), tuple(a.removed), tuple(a.resized), tuple(a.unchanged)),
+    return PlanChanges(AllocationChanges(tuple(a.added), tuple(a.removed), tuple(a.resized), tuple(a.unchanged),
+                                         tuple(a.restarted), tuple(a.restart_unknown)),
                        tuple(FileChange(f.path, f.action) for f in model.files), model.state,
                        {k: v for k, v in data.items() if k not in ChangesModel.model_fields})
 

@@ -97,6 +97,7 @@ def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | Non
         rolled, strategy=strategy, start=t0.strftime("%Y-%m-%dT%H:%M:%SZ"), names=names,
         durations={name: (d.seconds, d.source) for name, d in step_durations.items()},
         pricing=Pricing(pools, run_rates), policies=problem.policies,
+        teams={r.id: team for r in plan.requests if (team := plan.team_of(r.id)) is not None},
         prices={"source": PRICE_TABLE_SOURCE + (" and a table given by the user" if instance_price_override
                                                 else ""), "date": PRICE_TABLE_DATE})
     return ForecastResult(forecast, tuple(found))

@@ -181,23 +181,27 @@ class Pricing:
 
 def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, str],
               durations: Mapping[str, tuple[int | None, str]], pricing: Pricing,
-              policies: tuple[PolicyRule, ...], prices: Mapping[str, str]) -> Forecast:
+              policies: tuple[PolicyRule, ...], prices: Mapping[str, str],
+              teams: Mapping[str, str] | None = None) -> Forecast:
     """``names``: allocation name -> the step it runs (shown by step id);
+    ``teams``: step id -> its team (``Plan.team_of``); work of no step (an
+    allocation written by hand) is its component's;
     ``durations``: step or allocation id -> (seconds, source)."""
     horizon = rolled.horizon
     steps = []
     for wait in rolled.waits:
         seconds, source = durations.get(wait.request.id, (None, "unknown"))
-        steps.append(StepForecast(names.get(wait.request.id, wait.request.id), wait.request.requester,
+        step = names.get(wait.request.id, wait.request.id)
+        steps.append(StepForecast(step, (teams or {}).get(step) or wait.request.requester,
                                   wait.request.demand.get("gpu", 0), wait.since, wait.preempted,
                                   wait.start if wait.outcome == STARTED else None, wait.outcome, seconds, source))
     steps.sort(key=lambda s: (s.id, s.since))
-    teams = sorted({s.team for s in steps} | {r.subject for r in rolled.runs})
+    run_team = {r.id: (teams or {}).get(names.get(r.id, r.id)) or r.subject for r in rolled.runs}
     rows = []
-    for team in teams:
+    for team in sorted({s.team for s in steps} | set(run_team.values())):
         mine = [s for s in steps if s.team == team and s.outcome != STOPPED]    # stopped work waits for nothing
         starts: list[Start] = [s.start if s.outcome == STARTED else s.outcome for s in mine]
-        runs = [r for r in rolled.runs if r.subject == team]
+        runs = [r for r in rolled.runs if run_team[r.id] == team]
         admitted = lost = waiting = unknown = 0
         usd: float | None = None
         open_rate: float | None = None
@@ -222,7 +226,7 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
                                  _hours(admitted), _hours(waiting), _hours(lost),
                                  None if usd is None else round(usd, 2),
                                  None if open_rate is None else round(open_rate, 2), unknown))
-    schedule = tuple(sorted((RunForecast(names.get(r.id, r.id), r.subject, r.pool, r.policy, r.holds, r.start,
+    schedule = tuple(sorted((RunForecast(names.get(r.id, r.id), run_team[r.id], r.pool, r.policy, r.holds, r.start,
                                          r.end, r.stopped) for r in rolled.runs),
                             key=lambda r: (r.start, r.id, r.pool)))
     return Forecast(strategy, start, horizon, tuple(steps), tuple(rows),

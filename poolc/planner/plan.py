@@ -136,7 +136,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         _, needing = preemption_keys(state, victim, displaced, before.get(name, {}))
         preemptions[name] = Preemption(name, victim.pool, tuple(sorted(needing)),
                                        preempted_message(state, victim, displaced, before.get(name, {})),
-                                       victim.workload)
+                                       victim.workload, victim.subject)
     by_id = {r.id: r for r in problem.requests}
     planned = []
     for step in requests:

@@ -9,6 +9,7 @@ The runner's legacy form ``##[`` is spelt ``#\\x23[`` as in the text output
 from __future__ import annotations
 
 from poolc.diagnostics import Diagnostic
+from poolc.domain.plan import Plan
 from poolc.escape import TEXT_LIMIT, clip
 from poolc.report import ordered
 
@@ -40,3 +41,29 @@ def command(d: Diagnostic) -> str:
 
 def render(diagnostics: list[Diagnostic]) -> str:
     return "".join(command(d) + "\n" for d in ordered(diagnostics))
+
+
+def _annotation(level: str, title: str, message: str) -> str:
+    return f"::{level} title={escape_property(title)}::{escape_data(message)}"
+
+
+def plan_commands(plan: Plan) -> str:
+    """The plan's consequences as annotations on the run (no file: a plan's effects
+    are nowhere in the diff): with a base, the change's headline as a notice; a
+    warning per running step whose work ends and per bound lowered below use."""
+    from . import consequences
+
+    base = plan.base
+    lines = []
+    if base is not None:
+        lines.append(_annotation("notice", "poolc: the change", consequences.headline(plan, base)))
+    for e in consequences.ended_work(plan, base):
+        how = "is preempted" if e.how == consequences.PREEMPTED else f"{e.how} ({e.cause})"
+        lines.append(_annotation("warning", "poolc: running work ends", f"{e.who.label()} {how}: {e.why}"))
+    for item in consequences.over_bounds(plan, base) if base is not None else []:
+        waiting = (f"; waiting on it now: {', '.join(w.label() for w in item.waiting)}" if item.waiting
+                   else "; no step of it waits now")
+        lines.append(_annotation("warning", f"poolc: {item.kind} over its {item.bound}",
+                                 f"{consequences.over_sentence(item, plan.units)}; "
+                                 f"{consequences.holds_back(item, plan.units)}{waiting}"))
+    return "".join(line + "\n" for line in lines)

@@ -24,9 +24,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .. import escape
 from ..diagnostics import Diagnostic
+from ..domain.amounts import Units
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlanChanges, PlannedRequest
 from ..escape import md_code, md_fence, md_html
+from . import consequences
 from . import plan_view as view
 from .objective import objective_rows, unproven_line
 from .quantities import amounts, cell, key_name
@@ -115,29 +117,59 @@ def _verdict_lines(plan: Plan) -> list[str]:
 
 # --- the change ---------------------------------------------------------------------
 
-def _warning(people: Sequence[view.Who], when: str) -> list[str]:
-    if not people:
+def _warning(ended: Sequence[consequences.Ends], when: str) -> list[str]:
+    """One line naming everyone whose running work ends, and how."""
+    if not ended:
         return []
-    return [f"> [!WARNING]\n> **Preempts running work:** {_names(people)} {when}.", ""]
+    shown = consequences.grouped(list(ended[:MAX_NAMES]), lambda who: _code(who.name)
+                                 + (f" ({who.team})" if who.team else ""))
+    more = f"; and {len(ended) - MAX_NAMES} more" if len(ended) > MAX_NAMES else ""
+    return [f"> [!WARNING]\n> **Running work ends {when}:** {shown}{more}.", ""]
+
+
+def _how(e: consequences.Ends) -> str:
+    return consequences.how(e)
 
 
 def _change_head(plan: Plan, base: BaseComparison) -> list[str]:
-    added = set(base.preempted_added)
-    stopped = [s.who for s in view.preempted(plan) if (s.who.allocation or s.who.name) in added]
-    lines = [f"### poolc: {view.change_headline(plan, base)}", ""]
-    lines += _warning(stopped, "will stop when this change is applied")
+    lines = [f"### poolc: {consequences.headline(plan, base)}", ""]
+    lines += _warning(consequences.ended_work(plan, base), "when this change is applied")
     return lines
 
 
-def _inputs(base: BaseComparison, budget: int) -> list[str]:
+def _ended(plan: Plan, base: BaseComparison, budget: int) -> list[str]:
+    ended = consequences.ended_work(plan, base)
+    if not ended:
+        return []
+    rows = [[_who(e.who), _team(e.who), f"**{_how(e)}**", e.why] for e in ended]
+    return [f"#### Running work that ends ({len(rows)})", "",
+            *_table(["step", "team", "what happens", "why"], rows, "steps", budget), ""]
+
+
+def _over(plan: Plan, base: BaseComparison, budget: int) -> list[str]:
+    found = consequences.over_bounds(plan, base)
+    if not found:
+        return []
+    rows = []
+    for item in found:
+        waiting = (f"; waiting on it now: {_names(list(item.waiting))}" if item.waiting
+                   else "; no step of it waits now")
+        held, new, over = (cell(item.key, x, plan.units) for x in (item.held, item.new, item.over))
+        rows.append([f"{item.kind} {_code(item.name)}", key_name(item.key), held, f"{item.bound} {new}", f"**{over}**",
+                     f"{consequences.nothing_stops(item)}; {consequences.holds_back(item, plan.units)}{waiting}"])
+    return [f"#### Over a lowered limit, reservation or capacity ({len(rows)})", "",
+            *_table(["", "resource", "holds", "now", "over", "what follows"], rows, "rows", budget), ""]
+
+
+def _inputs(base: BaseComparison, units: Units, budget: int) -> list[str]:
     if not base.inputs:
         return []
-    rows = [[kind, _code(name), what] for kind, name, what in map(view.input_sentence, base.inputs)]
+    rows = [[kind, _code(name), what] for kind, name, what in (view.input_sentence(x, units) for x in base.inputs)]
     return [f"#### What changed ({len(rows)})", "", *_table(["", "name", "change"], rows, "inputs", budget), ""]
 
 
 def _fates(plan: Plan, base: BaseComparison, budget: int) -> list[str]:
-    fates = view.fate_changes(plan, base)
+    fates = view.fate_changes(plan, base, frozenset(e.who.name for e in consequences.ended_work(plan, base)))
     if not fates:
         return []
     rows = [[_who(f.who), _team(f.who), f.before, f"**{f.after}**", f.why] for f in fates]
@@ -190,7 +222,7 @@ def _preempted(plan: Plan, budget: int) -> list[str]:
 def _requests(title: str, requests: list[PlannedRequest], plan: Plan, budget: int, *, rule: bool) -> list[str]:
     if not requests:
         return []
-    rows = [[_code(r.id), plan.team_of(r.id) or "-", r.policy or "-", amounts(r.demand),
+    rows = [[_code(r.id), plan.team_of(r.id) or "-", r.policy or "-", amounts(r.demand, plan.units),
              (f"[{r.reason}] " if rule and r.reason else "") + view.humanize(plan, r.message)] for r in requests]
     return [f"#### {title} ({len(requests)})", "",
             *_table(["step", "team", "policy", "demand", "why"], rows, "steps", budget), ""]
@@ -215,8 +247,9 @@ def _pools(plan: Plan, budget: int) -> list[str]:
     rows = []
     for pool in plan.pools:
         for key in sorted(pool.capacity):
-            rows.append([pool.name, key_name(key), cell(key, pool.capacity[key]), cell(key, pool.used.get(key, 0)),
-                         cell(key, pool.free.get(key, 0)), bar(pool.used.get(key, 0), pool.capacity[key])])
+            rows.append([pool.name, key_name(key), cell(key, pool.capacity[key], plan.units),
+                         cell(key, pool.used.get(key, 0), plan.units),
+                         cell(key, pool.free.get(key, 0), plan.units), bar(pool.used.get(key, 0), pool.capacity[key])])
     if not rows:
         return []
     return _folded("Pools: capacity and use", _table(["pool", "resource", "capacity", "used", "free", ""], rows,
@@ -226,8 +259,9 @@ def _pools(plan: Plan, budget: int) -> list[str]:
 def _policies(plan: Plan, budget: int) -> list[str]:
     """Per policy and metered key: reserved, used (running and admitted), borrowed
     above the reserved share, limit; the bar is what it uses of its limit."""
-    rows = [[policy.name, policy.pool, policy.priority, key_name(key), cell(key, policy.reserved[key]),
-             cell(key, policy.used[key]), cell(key, policy.borrowed[key]), cell(key, policy.limit[key]),
+    rows = [[policy.name, policy.pool, policy.priority, key_name(key), cell(key, policy.reserved[key], plan.units),
+             cell(key, policy.used[key], plan.units), cell(key, policy.borrowed[key], plan.units),
+             cell(key, policy.limit[key], plan.units),
              bar(policy.used[key], policy.limit[key])]
             for policy in plan.policies for key in policy.used]
     if not rows:
@@ -251,13 +285,21 @@ def _applying(plan: Plan, diffs: Mapping[str, str], budget: int) -> list[str]:
     changes = plan.changes or PlanChanges()
     allocations, files = changes.allocations, changes.files
     started, stopped, resized = allocations.added, allocations.removed, allocations.resized
-    lines = [f"Applying it starts {len(started)}, stops {len(stopped)} and resizes {len(resized)} running "
-             f"step(s) ({len(allocations.unchanged)} keep running); {len(files)} generated file(s) "
+    restarted = allocations.restarted + allocations.restart_unknown
+    extra = "".join(f", {word}" for count, word in (
+        (len(resized), f"releases {len(resized)} resized"),
+        (len(allocations.restarted), f"restarts {len(allocations.restarted)} with a new Job"),
+        (len(allocations.restart_unknown), f"may restart {len(allocations.restart_unknown)}")) if count)
+    lines = [f"Applying it starts {len(started)}{extra} and stops {len(stopped)} running step(s) "
+             f"({len(allocations.unchanged) - len(restarted)} keep running); {len(files)} generated file(s) "
              f"change; the state: {changes.state or 'unchanged'}.", ""]
     signs = {"create": "+", "update": "~", "delete": "-"}
     rows = [[signs.get(f.action, "?"), _code(f.path), f.action] for f in files]
-    rows += [[sign, _code(view.who(plan, name).name), word] for names, sign, word in
-             ((started, "+", "starts"), (stopped, "-", "stops"), (resized, "~", "restarts resized"))
+    rows += [[sign, _code(view.who(plan, name).name), word(name)] for names, sign, word in
+             ((started, "+", lambda _: "starts"), (stopped, "-", lambda _: "stops"),
+              (resized, "~", lambda name: view.resized_word(plan, name)),
+              (allocations.restarted, "~", lambda _: "restarts (new Job)"),
+              (allocations.restart_unknown, "?", lambda _: "may restart (Job file changed)"))
              for name in names]
     if rows:
         lines += _table(["", "what", "change"], rows, "changes", budget)
@@ -282,7 +324,7 @@ def _external(plan: Plan, budget: int) -> list[str]:
     """Foreign work the cluster runs through poolc's queues: counted, never planned."""
     if not plan.external:
         return []
-    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds)] for x in plan.external]
+    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds, plan.units)] for x in plan.external]
     return [f"#### Running outside poolc ({len(rows)})", "",
             *_table(["workload", "policy", "pool", "holds"], rows, "foreign workloads", budget), ""]
 
@@ -310,12 +352,13 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
     sections: list[Callable[[int], list[str]]] = []
     if base is not None:
         head = _change_head(plan, base)
-        sections += [lambda budget: _inputs(base, budget), lambda budget: _fates(plan, base, budget),
+        sections += [lambda budget: _inputs(base, plan.units, budget), lambda budget: _ended(plan, base, budget),
+                     lambda budget: _over(plan, base, budget), lambda budget: _fates(plan, base, budget),
                      lambda budget: _policy_counts(plan, base, budget),
                      lambda budget: [f"#### The whole plan: {view.counts(plan)}", "", *_verdict_lines(plan)]]
     else:
         head = [f"### poolc plan: {view.counts(plan)}", ""]
-        head += _warning(view.losing_running_work(plan), "will stop when this plan is applied")
+        head += _warning(consequences.ended_work(plan), "when this plan is applied")
         head += _verdict_lines(plan)
     sections += [
         lambda budget: _cluster(plan, budget),

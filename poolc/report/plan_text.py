@@ -1,6 +1,7 @@
 """The plan as text for people. With a base plan (`plan --base`) it leads with
 what the change does (inputs changed, steps whose fate changed, each policy's
-counts before -> after, a warning line when it preempts running work); a
+counts before -> after, running work that ends and bounds lowered below use, a
+warning line naming every step whose running work ends); a
 change with no effect is one paragraph. Then the plan: the solver's verdict,
 pools and policies in users' units, steps by status (each step whose fate the
 cluster decides otherwise listed once, with what really happens), preemptions
@@ -24,6 +25,7 @@ from rich.text import Text
 from .. import escape
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlanChanges
+from . import consequences
 from . import plan_view as view
 from .objective import objective_rows, proofs
 from .quantities import amounts, cell, key_name
@@ -37,10 +39,15 @@ def _indented(content: Text | Table | str, left: int) -> Padding:
     return Padding(Text(content) if isinstance(content, str) else content, (0, 0, 0, left))
 
 
+# columns of sentences, which wrap at spaces; every other column holds a name or a
+# number and is never wrapped (a name cut mid-word reads as two names)
+_PROSE = {"what"}
+
+
 def _table(*columns: str) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column not in _PROSE)
     return table
 
 
@@ -68,8 +75,8 @@ def _pools(console: Console, plan: Plan) -> None:
             column.justify = "right"
         for key in pool.capacity:
             free = pool.free[key]
-            table.add_row(key_name(key), cell(key, pool.capacity[key]), cell(key, pool.used[key]),
-                          Text(cell(key, free), style="red" if free < 0 else ""))
+            capacity, used, left = (cell(key, x, plan.units) for x in (pool.capacity[key], pool.used[key], free))
+            table.add_row(key_name(key), capacity, used, Text(left, style="red" if free < 0 else ""))
         console.print(_indented(Text(pool.name, style="bold"), 2))
         console.print(_indented(table, 4))
         console.print()
@@ -88,9 +95,9 @@ def _policies(console: Console, plan: Plan) -> None:
         for i, key in enumerate(policy.used):
             first = i == 0
             table.add_row(policy.name if first else "", policy.pool if first else "",
-                          str(policy.priority) if first else "", key_name(key), cell(key, policy.reserved[key]),
-                          cell(key, policy.used[key]), cell(key, policy.borrowed[key]),
-                          cell(key, policy.limit[key]))
+                          str(policy.priority) if first else "", key_name(key),
+                          *(cell(key, x[key], plan.units) for x in (policy.reserved, policy.used, policy.borrowed,
+                                                                     policy.limit)))
     console.print(_indented(table, 2))
     console.print()
 
@@ -109,9 +116,10 @@ def _requests(console: Console, plan: Plan) -> None:
                  f"waits in {request.policy}" if request.policy else "-")
             kind = "" if request.preemptible else ", non-preemptible"
             team = plan.team_of(request.id)
+            team = None if team == request.requester else team        # the requester is said next to it
             console.print(_indented(Text.assemble((request.id, "bold"), f" ({team})" if team else "",
                                                   f"  {request.requester or '-'}{kind}  {place}"), 2))
-            console.print(_indented(f"demand  {amounts(request.demand)}", 6))
+            console.print(_indented(f"demand  {amounts(request.demand, plan.units)}", 6))
             # a queued step's reason is the first rule its message names already
             reason = request.reason if status != "queued" else None
             why = f"[{reason}] " if reason else ""
@@ -145,14 +153,22 @@ def _changes(console: Console, plan: Plan, changes: PlanChanges, diffs: Mapping[
     resized, unchanged = allocations.resized, allocations.unchanged
     files = changes.files
     console.print(Text("Changes", style="bold underline"))
-    console.print(f"  running steps: {len(added)} start, {len(removed)} stop, {len(resized)} restart resized, "
-                  f"{len(unchanged)} keep running")
+    restarted, unknown = allocations.restarted, allocations.restart_unknown
+    extra = "".join(f"{count} {word}, " for count, word in ((len(resized), "released resized"),
+                                                              (len(restarted), "restart with a new Job"),
+                                                              (len(unknown), "may restart")) if count)
+    console.print(f"  running steps: {len(added)} start, {len(removed)} stop, {extra}"
+                  f"{len(unchanged) - len(restarted) - len(unknown)} keep running")
     for name in added:
         console.print(Text(f"  + {view.who(plan, name).label()} starts", style="green"))
     for name in removed:
         console.print(Text(f"  - {view.who(plan, name).label()} stops", style="red"))
     for name in resized:
-        console.print(Text(f"  ~ {view.who(plan, name).label()} restarts resized", style="yellow"))
+        console.print(Text(f"  ~ {view.who(plan, name).label()} {view.resized_word(plan, name)}", style="yellow"))
+    for name in restarted:
+        console.print(Text(f"  ~ {view.who(plan, name).label()} restarts (new Job)", style="yellow"))
+    for name in unknown:
+        console.print(Text(f"  ? {view.who(plan, name).label()} may restart (Job file changed)", style="yellow"))
     counts = {action: sum(1 for f in files if f.action == action) for action in _FILE_SIGN}
     console.print(f"  generated files: {counts['create']} to create, {counts['update']} to update, "
                   f"{counts['delete']} to delete")
@@ -198,21 +214,44 @@ def _runtime(console: Console, plan: Plan) -> None:
     console.print()
 
 
+def _warning(ended: list[consequences.Ends], when: str) -> Text | None:
+    if not ended:
+        return None
+    shown = consequences.grouped(ended[:10], lambda who: who.label())
+    more = f"; and {len(ended) - 10} more" if len(ended) > 10 else ""
+    return Text(f"WARNING: running work ends {when}: {shown}{more}", style="bold red")
+
+
 def _change(console: Console, plan: Plan, base: BaseComparison) -> None:
     """What the change does against the base plan, first."""
-    console.print(Text(f"Change: {view.change_headline(plan, base)}", style="bold"))
-    added = set(base.preempted_added)
-    stopped = [s.who.label() for s in view.preempted(plan) if (s.who.allocation or s.who.name) in added]
-    if stopped:
-        console.print(Text(f"WARNING: preempts running work: {', '.join(stopped)} will stop when this change is "
-                           "applied", style="bold red"))
+    console.print(Text(f"Change: {consequences.headline(plan, base)}", style="bold"))
+    ended = consequences.ended_work(plan, base)
+    warning = _warning(ended, "when this change is applied")
+    if warning is not None:
+        console.print(warning)
     console.print()
     if base.inputs:
         console.print(Text(f"What changed ({len(base.inputs)})", style="bold underline"))
-        for kind, name, what in map(view.input_sentence, base.inputs):
+        for kind, name, what in (view.input_sentence(x, plan.units) for x in base.inputs):
             console.print(_indented(f"{kind} {name}: {what}", 2))
         console.print()
-    fates = view.fate_changes(plan, base)
+    if ended:
+        console.print(Text(f"Running work that ends ({len(ended)})", style="bold underline"))
+        for e in ended:
+            how = "is preempted" if e.how == consequences.PREEMPTED else f"{e.how} ({e.cause})"
+            console.print(_indented(Text.assemble((e.who.label(), "bold"), f"  {how}"), 2))
+            console.print(_indented(e.why, 6))
+        console.print()
+    over = consequences.over_bounds(plan, base)
+    if over:
+        console.print(Text(f"Over a lowered limit, reservation or capacity ({len(over)})", style="bold underline"))
+        for item in over:
+            waiting = (f"; waiting on it now: {', '.join(w.label() for w in item.waiting)}" if item.waiting
+                       else "; no step of it waits now")
+            console.print(_indented(Text(consequences.over_sentence(item, plan.units), style="bold"), 2))
+            console.print(_indented(f"{consequences.holds_back(item, plan.units)}{waiting}", 6))
+        console.print()
+    fates = view.fate_changes(plan, base, frozenset(e.who.name for e in ended))
     if fates:
         console.print(Text(f"Steps whose fate changed ({len(fates)})", style="bold underline"))
         for fate in fates:
@@ -240,7 +279,7 @@ def _external(console: Console, plan: Plan) -> None:
         return
     console.print(Text("Running outside poolc (admitted through poolc's queues)", style="bold underline"))
     for item in plan.external:
-        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {amounts(item.holds)}"))
+        console.print(Text(f"  {item.name}  policy {item.policy}, pool {item.pool}: {amounts(item.holds, plan.units)}"))
     console.print()
 
 
@@ -267,10 +306,9 @@ def render_plan(plan: Plan, *, color: bool, diffs: Mapping[str, str] | None = No
     console.print(f"inputs {plan.inputs_digest}")
     console.print(f"{len(plan.requests)} steps: {view.counts(plan)}")
     if base is None:
-        stopped = [who.label() for who in view.losing_running_work(plan)]
-        if stopped:
-            console.print(Text(f"WARNING: preempts running work: {', '.join(stopped[:10])}"
-                               + (f" and {len(stopped) - 10} more" if len(stopped) > 10 else ""), style="bold red"))
+        warning = _warning(consequences.ended_work(plan), "when this plan is applied")
+        if warning is not None:
+            console.print(warning)
     console.print()
     _objective(console, tiers, proofs(solver))
     _pools(console, plan)

@@ -13,13 +13,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..domain.amounts import Units
 from ..domain.change import ABSENT, BaseComparison, InputChange
 from ..domain.plan import Plan, PlannedRequest
-from .quantities import amount, amounts
+from .quantities import key_word
 
 _AMOUNTS = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
 _RUNNING_AS = re.compile(r"already running as allocation ([a-z0-9][a-z0-9-]*)")
-_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*) is ")
+_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*) (is|was) ")
 
 # what the cluster will do, in words, by the runtime difference's cluster outcome
 _CLUSTER_WILL = {"pending": "stays pending", "admitted": "runs", "running": "keeps running",
@@ -40,13 +41,65 @@ class Who:
 
 
 def humanize(plan: Plan, message: str) -> str:
-    """A plan message as people read it: amounts in their units (``gpu=4,
-    mcpu=16000`` -> ``4 GPU, 16 cores``) and a step's own allocation named by
-    the step (the JSON keeps the canonical message)."""
+    """A plan message as people read it: every amount in the plan's unit family
+    (``gpu=4, mcpu=16000`` -> ``4 GPU, 16 cores``; ``holds 336000 of 384000 mcpu``
+    -> ``holds 336 cores of 384 cores``; ``memory_mb: needs 200000, free 0`` ->
+    ``memory: needs 200 GB, free 0``) and a step's own allocation named by the step
+    (the JSON keeps the canonical message). The canonical messages put an amount
+    in one of these few shapes (planner/explain.py, domain/eligibility.py); each
+    is read here, clause by clause, with the key the clause is about."""
     metered = {key for pool in plan.pools for key in pool.capacity} | {"gpu", "mcpu", "memory_mb", "step_run"}
-    message = _AMOUNTS.sub(lambda m: amount(m[1], int(m[2])) if m[1] in metered else m[0], message)
+    message = "; ".join(_clause(plan, clause, metered) for clause in _clauses(message))
     message = _RUNNING_AS.sub(lambda m: "already running" if plan.step_of_allocation(m[1]) else m[0], message)
-    return _ITS_ALLOCATION.sub(lambda m: "its run is " if plan.step_of_allocation(m[1]) else m[0], message)
+    return _ITS_ALLOCATION.sub(lambda m: f"its run {m[2]} " if plan.step_of_allocation(m[1]) else m[0], message)
+
+
+# shapes of a clause that is about one key, whose bare numbers are amounts of it
+_OF_KEY = re.compile(r"\bholds (-?\d+) of (-?\d+) ([a-z][a-z0-9_]*)\b")
+_OF_RESERVED = re.compile(r"\bholds (-?\d+) of reserved ([a-z][a-z0-9_]*)=(-?\d+), needs (-?\d+)\b")
+_KEY_LEAD = re.compile(r"^(also |in pool \S+: )?([a-z][a-z0-9_]*): needs ")
+_LIMITS = re.compile(r"\b(limits|forbids) ([a-z][a-z0-9_]*) ")
+_BARE = re.compile(r"\b(needs|free|by|hold|to) (-?\d+)\b")
+
+
+def _clauses(message: str) -> list[str]:
+    """``message`` split at each ``; `` outside parentheses (a note in parentheses
+    belongs to its clause's key)."""
+    found, depth, start = [], 0, 0
+    for i, char in enumerate(message):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and message.startswith("; ", i):
+            found.append(message[start:i])
+            start = i + 2
+    return [*found, message[start:]]
+
+
+def _clause(plan: Plan, clause: str, metered: set[str]) -> str:
+    units = plan.units
+
+    def one(key: str, value: str) -> str:
+        return units.amount(key, int(value))
+
+    clause = _OF_RESERVED.sub(lambda m: f"holds {one(m[2], m[1])} of the reserved {one(m[2], m[3])}, "
+                              f"needs {one(m[2], m[4])}" if m[2] in metered else m[0], clause)
+    found = _OF_KEY.search(clause)
+    key: str | None = None
+    if found and found[3] in metered:
+        key = of = found[3]
+        clause = _OF_KEY.sub(lambda m: f"holds {one(of, m[1])} of {one(of, m[2])}", clause)
+    lead = _KEY_LEAD.match(clause)
+    if key is None and lead and lead[2] in metered:
+        key = lead[2]
+        clause = clause.replace(f"{key}: needs ", f"{key_word(key)}: needs ", 1)
+    limits = _LIMITS.search(clause)
+    if key is None and limits and limits[2] in metered:
+        key = limits[2]
+        clause = clause.replace(f"{limits[1]} {key} ", f"{limits[1]} {key_word(key)} ", 1)
+    clause = _AMOUNTS.sub(lambda m: one(m[1], m[2]) if m[1] in metered else m[0], clause)
+    if key is not None:
+        about = key
+        clause = _BARE.sub(lambda m: f"{m[1]} {one(about, m[2])}", clause)
+    return clause
 
 
 def who(plan: Plan, name: str) -> Who:
@@ -56,7 +109,7 @@ def who(plan: Plan, name: str) -> Who:
     step = plan.step_of_allocation(name)
     if step is not None:
         return Who(step, plan.team_of(step), name)
-    return Who(name, None, name)
+    return Who(name, plan.team_of_allocation(name), name)
 
 
 @dataclass(frozen=True)
@@ -100,13 +153,6 @@ def preempted(plan: Plan) -> list[Stopped]:
             if p.id not in kept]
 
 
-def losing_running_work(plan: Plan) -> list[Who]:
-    """Everyone whose running work stops: the plan's preemptions the cluster carries
-    out, and running work the cluster preempts although the plan keeps it."""
-    return [s.who for s in preempted(plan)] + [x.who for x in cluster_differences(plan)
-                                              if x.cluster == _CLUSTER_WILL["preempted"]]
-
-
 def waiting(plan: Plan) -> list[PlannedRequest]:
     """Queued steps, less those the cluster will run anyway (said once, as a
     cluster difference) and running steps the plan preempts (said once, as preempted)."""
@@ -115,8 +161,8 @@ def waiting(plan: Plan) -> list[PlannedRequest]:
     return [r for r in plan.by_status("queued") if r.id not in kept and r.id not in stopped]
 
 
-def demand(request: PlannedRequest) -> str:
-    return amounts(request.demand)
+def demand(plan: Plan, request: PlannedRequest) -> str:
+    return plan.units.amounts(request.demand)
 
 
 # --- the change against a base plan -------------------------------------------------
@@ -126,7 +172,7 @@ _KIND_WORD = {"ResourcePool": "pool", "Policy": "policy", "Pipeline": "pipeline"
 _CHANGE_WORD = {"create": "added", "delete": "removed", "update": "changed"}
 
 
-def _value(path: str, value: object) -> str:
+def _value(path: str, value: object, units: Units) -> str:
     """A field's value in users' units where its last part is a resource key."""
     key = path.rsplit(".", 1)[-1]
     if value is None:
@@ -136,7 +182,7 @@ def _value(path: str, value: object) -> str:
             "non-preemptible" if key == "preemptible" else str(value)
     if isinstance(value, int) and (".capacity." in path or ".reserved." in path or ".limit." in path
                                    or ".demand." in path):
-        return amount(key, value)
+        return units.amount(key, value)
     return str(value)
 
 
@@ -148,15 +194,40 @@ def _field_name(kind: str, path: str) -> str:
     return parts[1] if len(parts) > 1 else path
 
 
-def input_sentence(change: InputChange) -> tuple[str, str, str]:
+def input_sentence(change: InputChange, units: Units) -> tuple[str, str, str]:
     """(kind word, name, what changed) for one changed input."""
     kind = _KIND_WORD.get(change.kind, change.kind)
-    if change.change != "update" or not change.fields:
+    if change.change != "update":
         return kind, change.name, _CHANGE_WORD.get(change.change, change.change)
+    if not change.fields:       # the plans record no field of it: say so rather than nothing
+        return kind, change.name, "changed (a field the plans do not record, such as an image or a namespace)"
     parts = []
+    whole = _whole_steps(change)
+    for step, side in whole.items():
+        demand = {path.rsplit(".", 1)[-1]: values[side] for path, values in change.fields.items()
+                  if path.startswith(f"spec.steps.{step}.demand.") and isinstance(values[side], int)}
+        asks = f" ({units.amounts(demand)})" if demand else ""
+        parts.append(f"step {step} {'added' if side else 'removed'}{asks}")
     for path, (old, new) in change.fields.items():
-        parts.append(f"{_field_name(change.kind, path)} {_value(path, old)} → {_value(path, new)}")
+        if _step_of(path) not in whole:
+            parts.append(f"{_field_name(change.kind, path)} {_value(path, old, units)} → {_value(path, new, units)}")
     return kind, change.name, "; ".join(parts)
+
+
+def _step_of(path: str) -> str | None:
+    parts = path.split(".")
+    return parts[2] if len(parts) >= 4 and parts[:2] == ["spec", "steps"] else None
+
+
+def _whole_steps(change: InputChange) -> dict[str, int]:
+    """A pipeline's steps one side does not have at all: step -> the side that has
+    it (1: added, 0: removed), so a new step is one "added", not a clause per field."""
+    sides: dict[str, set[int]] = {}
+    for path, (old, new) in change.fields.items():
+        step = _step_of(path)
+        if change.kind == "Pipeline" and step is not None:
+            sides.setdefault(step, set()).add(2 if old is not None and new is not None else 1 if old is None else 0)
+    return {step: 1 if found == {1} else 0 for step, found in sides.items() if found in ({0}, {1})}
 
 
 @dataclass(frozen=True)
@@ -171,7 +242,7 @@ def _preemption_steps(plan: Plan, names: Iterable[str]) -> set[str]:
     return {step for step in map(plan.step_of_allocation, names) if step is not None}
 
 
-def fate_changes(plan: Plan, base: BaseComparison) -> list[FateChange]:
+def fate_changes(plan: Plan, base: BaseComparison, covered: frozenset[str] = frozenset()) -> list[FateChange]:
     """Every step whose fate the change alters; a running step the change now
     preempts reads ``running -> preempted``, one it no longer preempts
     ``preempted -> keeps running`` (the JSON says queued/allocated)."""
@@ -180,6 +251,8 @@ def fate_changes(plan: Plan, base: BaseComparison) -> list[FateChange]:
     spared = _preemption_steps(plan, base.preempted_removed)
     rows = []
     for step in base.steps:
+        if step.id in covered:          # its running work ends: said once, with why
+            continue
         request = by_id.get(step.id)
         why = "" if request is None else (f"[{request.reason}] " if request.status == "rejected" and request.reason
                                            else "") + humanize(plan, request.message)
@@ -198,34 +271,27 @@ def spared_allocations(plan: Plan, base: BaseComparison) -> list[Who]:
     return [who(plan, name) for name in base.preempted_removed if plan.step_of_allocation(name) is None]
 
 
-def _running(plan: Plan, names: tuple[str, ...]) -> str:
-    """``2 running steps``, or ``allocations`` when some were written by hand."""
-    noun = "step" if all(plan.step_of_allocation(name) for name in names) else "allocation"
-    return f"{len(names)} running {noun}{'s' if len(names) != 1 else ''}"
-
-
-# the order effects are told in: losses of running work first, then steps that lose, then gains
+# the order effects are told in: steps that lose first, then gains
 _WORSE = {"allocated": 0, "queued": 1, "rejected": 2, ABSENT: 1}
 
 
-def change_headline(plan: Plan, base: BaseComparison) -> str:
-    """One line: what the change does, the loss of running work first."""
-    if base.no_effect:
-        return "no changes"
-    parts = []
-    if base.preempted_added:
-        parts.append(f"preempts {_running(plan, base.preempted_added)}")
-    covered = _preemption_steps(plan, base.preempted_added) | _preemption_steps(plan, base.preempted_removed)
-    moves: dict[tuple[str, str], int] = {}
+def moves(plan: Plan, base: BaseComparison, covered: set[str]) -> list[str]:
+    """``1 step allocated → queued``, ``2 new steps queued``: each move of a step's fate,
+    counted, the losses first; steps in ``covered`` (said already), preempted
+    steps and those no longer preempted are left out."""
+    covered = covered | _preemption_steps(plan, base.preempted_added) | \
+        _preemption_steps(plan, base.preempted_removed)
+    counted: dict[tuple[str, str], int] = {}
     for step in base.steps:
         if step.id not in covered:
-            moves[step.base, step.head] = moves.get((step.base, step.head), 0) + 1
+            counted[step.base, step.head] = counted.get((step.base, step.head), 0) + 1
 
     def loss(move: tuple[str, str]) -> int:
         before, after = move
         return 0 if before == ABSENT else _WORSE[after] - _WORSE.get(before, 0)
 
-    for (before, after), count in sorted(moves.items(), key=lambda item: (-loss(item[0]), item[0])):
+    parts = []
+    for (before, after), count in sorted(counted.items(), key=lambda item: (-loss(item[0]), item[0])):
         steps = "step" if count == 1 else "steps"
         if before == ABSENT:
             parts.append(f"{count} new {steps} {after}")
@@ -233,15 +299,20 @@ def change_headline(plan: Plan, base: BaseComparison) -> str:
             parts.append(f"{count} {steps} removed")
         else:
             parts.append(f"{count} {steps} {before} → {after}")
-    if base.preempted_removed:
-        parts.append(f"{_running(plan, base.preempted_removed)} no longer preempted")
-    if not parts:
-        changed = len(base.inputs)
-        parts.append(f"{changed} input{'s' if changed != 1 else ''} changed, no step's fate")
-    return ", ".join(parts)
+    return parts
 
 
 def counts(plan: Plan) -> str:
     c = {s: len(plan.by_status(s)) for s in ("allocated", "queued", "rejected")}
     return (f"{c['allocated']} allocated, {c['queued']} queued, {c['rejected']} rejected, "
             f"{len(plan.preempted)} preempted")
+
+
+def resized_word(plan: Plan, allocation: str) -> str:
+    """What apply does to a released allocation: ``restarts resized`` when its step is
+    admitted again, else ``stops (resized, waits)`` or ``stops (resized, rejected)``."""
+    step = plan.step_of_allocation(allocation)
+    status = next((r.status for r in plan.requests if r.id == step), None)
+    if status == "allocated":
+        return "restarts resized"
+    return f"stops (resized, {'waits' if status == 'queued' else status or 'gone'})"

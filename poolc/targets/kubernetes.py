@@ -244,6 +244,15 @@ def submitted_jobs(ctx: TargetContext) -> dict[str, dict]:
     return {rid: job for rid, job in rendered.items() if rid not in planned or planned[rid].status != QUEUED}
 
 
+def job_path(ctx: TargetContext, request: StepRequest, component: KubernetesComponent) -> str:
+    return f"{job_dir(ctx, request)}/{component.namespace}/{request.pipeline}--{request.step}.job.yaml"
+
+
+def job_paths(ctx: TargetContext) -> dict[str, str]:
+    """Request id -> the path of its Job file (the plan reads which running Jobs apply replaces)."""
+    return {request.id: job_path(ctx, request, component) for request, component in _steps(ctx)}
+
+
 def render(ctx: TargetContext) -> dict[str, str]:
     """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
     files: dict[str, str] = {}
@@ -254,8 +263,7 @@ def render(ctx: TargetContext) -> dict[str, str]:
         policy = ctx.policy_of(request)
         if policy is not None:
             sources.append(ctx.policy_entry(policy.name).doc.file)
-        path = f"{job_dir(ctx, request)}/{component.namespace}/{request.pipeline}--{request.step}.job.yaml"
-        files[path] = dump_all([job], version=ctx.version, sources=sources)
+        files[job_path(ctx, request, component)] = dump_all([job], version=ctx.version, sources=sources)
     classes = render_priority_classes(ctx)
     if classes is not None:
         files["kubernetes/priorityclasses.yaml"] = dump_all(classes[0], version=ctx.version, sources=classes[1])
