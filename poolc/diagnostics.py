@@ -170,3 +170,9 @@ C003 = rule("C003", "error", "a resource value in Python source that is not a li
             "without running it)", "sources")
 C004 = rule("C004", "error", "the pipeline, step or task a source names is not there (or is there twice)", "sources")
 C005 = rule("C005", "error", "a run configuration or source value of the wrong shape", "sources")
+C006 = rule("C006", "error", "a source path or import poolc cannot follow inside the repository (absolute, "
+            "above its root, a link out of it, .git, or a module that is not in it)", "sources")
+C007 = rule("C007", "error", "steps or their settings decided when the code runs (a factory, a conditional, "
+            "a loop, a helper, a dynamic workflow, an override built at run time)", "sources")
+C008 = rule("C008", "warning", "a source key poolc and the library ignore that looks like a misspelt one "
+            "(settings={'resource': ...} for 'resources')", "sources")

@@ -125,13 +125,13 @@ BAD = [
     ("zenml-code.yaml", "training.py", None, "zenml-code.yaml:6:20: error[C001] cannot read training.py"),
     ("zenml-code.yaml", "training.py", "@step(\ndef x(:\n", "training.py:2:1: error[C002] Python syntax error"),
     ("zenml-code.yaml", "training.py",
-     "from zenml import step, pipeline\nGPUS = 2\n@step(settings={'resources': {'gpu_count': GPUS}})\n"
+     "from zenml import step, pipeline\nGPUS = len('ab')\n@step(settings={'resources': {'gpu_count': GPUS}})\n"
      "def a() -> None: ...\n@pipeline\ndef training() -> None:\n    a()\n",
      "training.py:3:44: error[C003] GPUS is not a literal"),
     ("zenml-code.yaml", "training.py",
      "from zenml import step, pipeline\n@step\ndef a() -> None: ...\n@pipeline\ndef training() -> None:\n"
      "    for _ in range(3):\n        a()\n",
-     "training.py:6:5: error[C003] step 'a' is called in a loop"),
+     "training.py:6:5: error[C007] step 'a' is called in a loop"),
     ("zenml-code.yaml", "training.py", "from zenml import pipeline\n@pipeline\ndef other() -> None: ...\n",
      "training.py:1:1: error[C004] no ZenML pipeline named 'training'"),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    step_operator: true\n",

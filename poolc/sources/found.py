@@ -66,3 +66,11 @@ class Found:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # the run configuration only configures steps: it cannot say which steps exist
     knows_steps: bool = True
+
+
+class Refused(Exception):
+    """What a reader cannot read, as the diagnostic that says so at its place."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic

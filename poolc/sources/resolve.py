@@ -24,6 +24,7 @@ from ..model import NEW_SPELLINGS, STEP_NAME, Pipeline, ResourceSettings, Settin
 from . import flyte, zenml_code, zenml_config
 from .document import SourcedDocument
 from .found import Found, FoundStep, Layer, Place
+from .paths import outside, repository_root, written_problem
 from .precedence import merge_level, under_pipeline
 
 _STEP_NAME = re.compile(STEP_NAME)
@@ -36,19 +37,42 @@ class Resolved:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
+def _base(doc: Document) -> str:
+    """The directory source paths are relative to: the document's (the current one for standard input)."""
+    return os.path.dirname(doc.file) if not doc.file.startswith("<") else ""
+
+
 def _path(doc: Document, written: str) -> str:
-    """A source path relative to the document's file (the current directory for standard input)."""
-    base = os.path.dirname(doc.file) if not doc.file.startswith("<") else ""
-    return os.path.normpath(os.path.join(base, written)).replace(os.sep, "/")
+    """A source path relative to the document's file."""
+    return os.path.normpath(os.path.join(_base(doc), written)).replace(os.sep, "/")
+
+
+def _refused_paths(obj: Pipeline, doc: Document, root: str) -> list[Diagnostic]:
+    """C006 at each ``spec.source`` path that leaves the repository (nothing is read then)."""
+    source = obj.spec.source
+    assert source is not None
+    problems = []
+    for key, written in source.model_dump(exclude_none=True).items():
+        if key == "pipeline":
+            continue
+        problem = written_problem(written, key) or outside(root, _path(doc, written))
+        if problem is not None:
+            problems.append(doc.diagnostic(d.C006, f"spec.source.{key} {written!r} is not read: {problem}",
+                                           ("spec", "source", key)))
+    return problems
 
 
 def _read(obj: Pipeline, doc: Document) -> Found:
     """What the source's files say, combined: the run configuration over the decorators."""
     source = obj.spec.source
     assert source is not None
+    root = repository_root(_base(doc) or ".")
+    refused = _refused_paths(obj, doc, root)
+    if refused:
+        return Found(diagnostics=refused)
     if source.flyte is not None:
         return flyte.read(_path(doc, source.flyte))
-    code = zenml_code.read(_path(doc, source.python), source.pipeline or "") if source.python else None
+    code = zenml_code.read(_path(doc, source.python), source.pipeline or "", root) if source.python else None
     config = zenml_config.read(_path(doc, source.zenml_config)) if source.zenml_config else None
     if code is None:
         assert config is not None
