@@ -127,7 +127,7 @@ def _layer(requests: dict[str, Any], limits: dict[str, Any], places: dict[str, P
         fields["gpu_type"], where[("gpu_type",)] = accelerator
     fields["preemptible"] = bool(interruptible)
     where[("preemptible",)] = interruptible_at or at
-    return Layer(fields, where, at)
+    return Layer(fields, where, at, zenml=False)
 
 
 def _read_keywords(reader: LiteralReader, keywords: list[ast.keyword], source: PySource

@@ -35,6 +35,8 @@ class Layer:
     places: dict[SubPath, Place]
     at: Place
     keys: dict[SubPath, Place] = field(default_factory=dict)   # where each field's name is written
+    # written for ZenML (code or run configuration), so held to what ZenML accepts; False for Flyte's
+    zenml: bool = True
 
     def place(self, path: SubPath) -> Place:
         """The nearest written place of ``path`` (its parent's when it is not there)."""

@@ -104,8 +104,26 @@ def _rule_of(problem: Any) -> d.Rule:
     return d.S003
 
 
+# ZenML 0.98's ResourceSettings.memory pattern: stricter than a poolc document's quantities.
+_ZENML_MEMORY = re.compile(r"^[0-9]+(B|KB|KiB|MB|MiB|GB|GiB|TB|TiB|PB|PiB)$")
+
+
+def _as_strict_as_zenml(layer: Layer, found: Found) -> bool:
+    """What ZenML itself refuses in a layer written for it is refused here too, with its reason."""
+    memory = layer.fields.get("memory")
+    if memory is None or (isinstance(memory, str) and _ZENML_MEMORY.match(memory)):
+        return True
+    hint = f" ('{memory}B')" if isinstance(memory, str) and re.fullmatch(r"[0-9]+[KMGTP]i", memory) else ""
+    found.diagnostics.append(layer.place(("memory",)).diagnostic(
+        d.S003, f"memory: {memory!r} is refused by ZenML 0.98 (its memory is a whole number followed by B, KB, "
+        f"KiB, MB, MiB, GB, GiB, TB, TiB, PB or PiB{hint}), so the step would not run"))
+    return False
+
+
 def _validated(layer: Layer, found: Found) -> bool:
     """Validate one layer like any ResourceSettings; its problems point into the source."""
+    if layer.zenml and not _as_strict_as_zenml(layer, found):
+        return False
     try:
         ResourceSettings.model_validate(layer.fields)
     except ValidationError as error:

@@ -112,7 +112,7 @@ class Other:
     why: str
     module: Module | None = None
     node: ast.AST | None = None
-    detail: str = ""
+    detail: str = ""     # the name; the qualified name (external); why (missing)
     target: Module | str | None = None   # the module a ``module`` name stands for (a path for a namespace)
 
 
@@ -193,8 +193,8 @@ class Code:
         found = self.project.find(module, node.module, node.level)
         if found.path is None:
             if node.level == 0 and not (found.problem or "").startswith("it is"):
-                return Other("external", module, node, name, f"{node.module}.{alias.name}")
-            return Other("missing", module, node, name, found.problem or dotted)
+                return Other("external", module, node, f"{node.module}.{alias.name}")
+            return Other("missing", module, node, found.problem or dotted)
         target = self.module(found.path, module, node)
         symbol = self.name(target, alias.name) if target is not None else Other("unbound")
         if isinstance(symbol, Other) and symbol.why == "unbound" and \
@@ -204,7 +204,7 @@ class Code:
             if sub is not None:
                 return Other("module", module, node, name, target=self.module(sub, module, node) or sub)
         if isinstance(symbol, Other) and symbol.why == "unbound":
-            return Other("missing", module, node, name, f"{dotted} has no {alias.name}")
+            return Other("missing", module, node, f"{dotted} has no {alias.name}")
         return symbol
 
     def _module_import(self, module: Module, name: str, node: ast.Import) -> Symbol:
@@ -213,8 +213,8 @@ class Code:
         found = self.project.find(module, dotted, 0)
         if found.path is None:
             if (found.problem or "").startswith("it is"):
-                return Other("missing", module, node, name, found.problem or dotted)
-            return Other("external", module, node, name, dotted)
+                return Other("missing", module, node, found.problem or dotted)
+            return Other("external", module, node, dotted)
         return Other("module", module, node, name, target=self.module(found.path, module, node) or found.path)
 
     def attribute(self, base: Symbol, attr: str, module: Module, node: ast.AST) -> Symbol:
@@ -230,9 +230,9 @@ class Code:
             sub = self.project.find_in(package, attr) if package else None
             if sub is not None:
                 return Other("module", module, node, attr, target=self.module(sub, module, node) or sub)
-            return Other("missing", module, node, attr, f"{attr} is not in {base.detail}")
+            return Other("missing", module, node, f"{attr} is not in {base.detail}")
         if isinstance(base, Other) and base.why == "external":
-            return Other("external", module, node, attr, f"{base.detail}.{attr}")
+            return Other("external", module, node, f"{base.detail}.{attr}")
         return Other("value", module, node, attr)
 
     def expression(self, module: Module, node: ast.expr) -> Symbol:
@@ -380,11 +380,17 @@ def resources_layer(code: Code, module: Module, settings: ast.expr) -> Layer | N
     return layer
 
 
-def step_operator(module: Module, node: ast.expr) -> tuple[str, Place]:
-    if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value):
+def step_operator(code: Code, module: Module, node: ast.expr) -> tuple[str, Place]:
+    """The step operator's name (a literal string, or a module-level name bound to one) and its place."""
+    reader = LiteralReader(module.source, module.imports, {}, _names(code))
+    try:
+        value = reader.value(node, ())
+    except NotLiteral:
+        value = None
+    if not (isinstance(value, str) and value):
         raise _refuse(module, node, d.C003, f"step_operator={describe(node)}: name the step operator as a string, "
                       "so poolc knows the requester without running the code")
-    return node.value, _place(module, node)
+    return value, reader.places[()]
 
 
 def _apply(code: Code, step: FoundStep, options: list[Options]) -> None:
@@ -395,7 +401,7 @@ def _apply(code: Code, step: FoundStep, options: list[Options]) -> None:
             if layer is not None:
                 step.layers.append(layer)
         if "step_operator" in option.keywords:
-            step.step_operator, step.step_operator_at = step_operator(option.module,
+            step.step_operator, step.step_operator_at = step_operator(code, option.module,
                                                                       option.keywords["step_operator"])
 
 
@@ -767,7 +773,7 @@ def _steps_argument(code: Code, module: Module, node: ast.expr) -> dict[str, Fou
                 if layer is not None:
                     step.layers.append(layer)
             elif inner_key.value == "step_operator":
-                step.step_operator, step.step_operator_at = step_operator(module, inner)
+                step.step_operator, step.step_operator_at = step_operator(code, module, inner)
             elif inner_key.value not in ARGUMENTS[("step", "configure")]:
                 raise _refuse(module, inner_key, d.C005, f"{inner_key.value!r} is not a step configuration key "
                               "ZenML takes" + did_you_mean(inner_key.value, ARGUMENTS[("step", "configure")],
