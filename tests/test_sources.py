@@ -23,7 +23,7 @@ FORMS = {"poolc.yaml": "written-out", "zenml-config.yaml": "from-run-config", "z
          "flyte.yaml": "from-flyte"}
 EXPECTED = [
     ("load_data", "team-k8s", {"mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
-    ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100"),
+    ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100-80GB"),
     ("evaluate", "team-gpu-op", {"gpu": 1, "mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
 ]
 
@@ -141,7 +141,7 @@ BAD = [
     ("zenml-config.yaml", "run.yaml", "steps: [train]\n", "run.yaml:1:8: error[C005] steps must be a mapping"),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train: {x: 1\n", "run.yaml:3:1: error[Y002] YAML syntax error"),
     ("flyte.yaml", "tasks.py",
-     "from flytekit import task, Resources\nCPU = '2'\n@task(requests=Resources(cpu=CPU))\n"
+     "from flytekit import task, Resources\nCPU = str(2)\n@task(requests=Resources(cpu=CPU))\n"
      "def evaluate() -> None: ...\n",
      "tasks.py:3:30: error[C003] CPU is not a literal"),
     ("flyte.yaml", "tasks.py",
@@ -273,7 +273,8 @@ def test_the_examples_of_format_md_give_the_demands_it_states(tmp_path: Path):
                      ("evaluate", "team-gpu-op", {"gpu": 1, "mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True,
                       None)],
         "f": [("load_data", "team-k8s", {"mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
-              ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100")],
+              ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False,
+               "A100-80GB")],
     }
     assert "`train` asks `gpu 2, mcpu 16000, memory_mb 34360`, not preemptible" in section
 
@@ -302,4 +303,4 @@ def test_gpu_class_in_a_decorator_is_a_warning_at_its_line_and_no_node_selector(
     assert [x.as_text()[:x.as_text().index("]") + 1] for x in result.diagnostics] == [
         f"{repo / 'training.py'}:14:73: warning[R009]"]
     train = next(r for r in build_requests(result.config) if r.step == "train")
-    assert (train.settings.gpu_type, train.gpu_product) == ("A100", "A100")   # from spec.steps, not gpu_class
+    assert (train.settings.gpu_type, train.gpu_product) == ("A100-80GB", "A100-80GB")   # spec.steps, not gpu_class

@@ -71,7 +71,7 @@ def _read(obj: Pipeline, doc: Document) -> Found:
     if refused:
         return Found(diagnostics=refused)
     if source.flyte is not None:
-        return flyte.read(_path(doc, source.flyte))
+        return flyte.read(_path(doc, source.flyte), root)
     code = zenml_code.read(_path(doc, source.python), source.pipeline or "", root) if source.python else None
     config = zenml_config.read(_path(doc, source.zenml_config)) if source.zenml_config else None
     if code is None:
