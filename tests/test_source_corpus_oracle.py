@@ -14,17 +14,21 @@ poolc refusing it).
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_flyte_oracle import FLYTE_MODELS
 from test_source_corpus import CASES, case_data, poolc_reading
 from test_zenml_oracle import in_poolc_units
 
 TESTS = Path(__file__).resolve().parent
 ZENML = os.environ.get("POOLC_ZENML_PYTHON", "")
+FLYTE = os.environ.get("POOLC_FLYTE_PYTHON", "")
 
 
 def _runs(python: str, probe: str) -> bool:
@@ -84,3 +88,59 @@ def test_zenml_corpus_agrees_with_zenml_or_is_refused(tmp_path: Path, capsys):
               f"{len(differences)} differ")
     assert differences == []
     assert len(outcomes["agree"]) >= 10
+
+
+def flyte_in_poolc_units(task: dict[str, Any]) -> tuple[dict[str, int], bool, str, str | None]:
+    """What Flyte asks Kubernetes for, as a poolc demand (the request; a limit alone is
+    the request, as Kubernetes counts it), its preemptibility, requester and GPU model."""
+    demand = {"step_run": 1}
+    if task["cpu"] is not None:
+        demand["mcpu"] = math.ceil(Decimal(task["cpu"]) * 1000)
+    if task["memory"] is not None:
+        demand["memory_mb"] = math.ceil(Decimal(task["memory"]) / 10**6)
+    if task["gpu"] not in (None, "0"):
+        demand["gpu"] = int(task["gpu"])
+    model = task["gpu_model"]
+    return dict(sorted(demand.items())), task["interruptible"], "corpus-k8s", FLYTE_MODELS.get(model, model)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _runs(FLYTE, "import flytekit, flyte, kubernetes"),
+                    reason="flytekit/flyte not installed: set POOLC_FLYTE_PYTHON (tests/oracles/make-env.sh)")
+def test_flyte_corpus_agrees_with_flyte_or_is_refused(tmp_path: Path, capsys):
+    names = [n for n in CASES if case_data(n)["library"] in ("flytekit", "flyte")]
+    readings = {n: poolc_reading(n, tmp_path) for n in names}
+    request = {"projects": [{"project": str(readings[n][2]), "module": case_data(n)["oracle"]["module"]}
+                            for n in names]}
+    proc = subprocess.run([FLYTE, str(TESTS / "oracles" / "flyte_oracle.py")], input=json.dumps(request),
+                          capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answers = json.loads(proc.stdout)["projects"]
+    agree, refused, library_refuses, differences = [], [], [], []
+    for name, answer in zip(names, answers, strict=True):
+        ours = readings[name][0]
+        if not answer["accepted"]:
+            library_refuses.append(f"{name} ({answer['error'][:80]})")
+        if ours is None:
+            refused.append(name)
+            continue
+        if not answer["accepted"]:
+            differences.append(f"{name}: poolc reads {ours} but the library refuses it")
+            continue
+        mine = {step: (v["demand"], v["preemptible"], v["requester"], v["gpu_type"]) for step, v in ours.items()}
+        # a task's reading is what it asks for alone, or at every workflow node that runs it
+        theirs: dict[str, set[tuple]] = {}
+        for node in answer["nodes"]:
+            theirs.setdefault(node["task"], set()).add(repr(flyte_in_poolc_units(node)))
+        for task, value in answer["tasks"].items():
+            theirs.setdefault(task, {repr(flyte_in_poolc_units(value))})
+        if set(mine) != set(theirs) or any(theirs[s] != {repr(v)} for s, v in mine.items()):
+            differences.append(f"{name}: poolc reads {mine}, the library {theirs}")
+        else:
+            agree.append(name)
+    with capsys.disabled():
+        print(f"\nFlyte corpus vs flytekit/flyte: {len(names)} cases, {len(agree)} read alike, {len(refused)} "
+              f"refused by poolc at their place (of which the library refuses {len(library_refuses)}: "
+              f"{'; '.join(library_refuses)}), {len(differences)} differ")
+    assert differences == []
+    assert len(agree) >= 5

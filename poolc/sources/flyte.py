@@ -65,7 +65,7 @@ ARGUMENTS = {
                  "plugin_config", "pod_template", "produces_artifacts", "queue", "resources", "retries", "reusable",
                  "secrets", "service_account", "short_name", "timeout"),
 }
-STRICT = ("environment", "envtask")
+STRICT = ("task", "environment", "envtask")
 
 
 def _resources_call(library: str) -> Any:
@@ -436,8 +436,10 @@ def _overrides(tasks: _Tasks, entry: Module, names: dict[str, _Task]) -> dict[st
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             is_workflow = any(entry.imports.qualified(x.func if isinstance(x, ast.Call) else x) in WORKFLOW
                               for x in node.decorator_list)
+            wrapped = {id(c.func.value) for c in ast.walk(node) if isinstance(c, ast.Call) and
+                       isinstance(c.func, ast.Attribute) and c.func.attr == "with_overrides"}
             for inner in ast.walk(node):
-                if not isinstance(inner, ast.Call):
+                if not isinstance(inner, ast.Call) or id(inner) in wrapped:
                     continue
                 func = inner.func
                 if isinstance(func, ast.Attribute) and func.attr == "override" and isinstance(func.value, ast.Name) \
@@ -455,7 +457,7 @@ def _overrides(tasks: _Tasks, entry: Module, names: dict[str, _Task]) -> dict[st
                         sites.setdefault(by_function[id(task.function)], []).append((inner, func.value))
                 elif isinstance(func, ast.Name) and func.id in names:
                     sites.setdefault(func.id, []).append((None, inner))
-    return sites
+    return {name: sorted(calls, key=lambda c: (c[1].lineno, c[1].col_offset)) for name, calls in sites.items()}
 
 
 def _read(tasks: _Tasks, entry: Module, found: Found) -> None:
@@ -472,7 +474,6 @@ def _read(tasks: _Tasks, entry: Module, found: Found) -> None:
         if isinstance(node, ast.Call) and entry.imports.qualified(node.func) in MAP_TASK:
             tasks.made(entry, node)
     sites = _overrides(tasks, entry, names)
-    seen: set[int] = set()
     for name, task in names.items():
         extra: list[tuple[Module, list[ast.keyword], str]] = []
         calls = sites.get(name, [])
@@ -497,7 +498,6 @@ def _read(tasks: _Tasks, entry: Module, found: Found) -> None:
         decorator = task.function.decorator_list[0] if task.function.decorator_list else task.function
         step.layers.append(_layer(settings, module.source.place(decorator)))
         found.steps[name] = step
-        seen.add(id(task.function))
 
 
 def _bound_names(statement: ast.stmt) -> list[str]:
