@@ -368,7 +368,7 @@ def _check_arguments(module: Module, keywords: list[ast.keyword], how: str) -> N
                        f"{did_you_mean(keyword.arg, known, 'arguments')}")
 
 
-_CALLS = {"task": "flytekit's @task", "with_overrides": "flytekit's with_overrides",
+_CALLS = {"task": "flytekit's @task (flytekit refuses it)", "with_overrides": "flytekit's with_overrides",
           "environment": "flyte's TaskEnvironment (flyte refuses it)", "envtask": "flyte's @env.task (flyte "
           "refuses it)", "override": "flyte's override"}
 
