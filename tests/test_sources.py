@@ -139,7 +139,7 @@ BAD = [
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    settings:\n      resources: {gpu_cont: 1}\n",
      "run.yaml:4:19: error[S001] gpu_cont: Extra inputs are not permitted"),
     ("zenml-config.yaml", "run.yaml", "steps: [train]\n", "run.yaml:1:8: error[C005] steps must be a mapping"),
-    ("zenml-config.yaml", "run.yaml", "steps:\n  train: {x: 1\n", "run.yaml:3:1: error[Y002] YAML syntax error"),
+    ("zenml-config.yaml", "run.yaml", "steps:\n  train: {x: 1\n", "run.yaml:3:1: error[C002] YAML syntax error"),
     ("flyte.yaml", "tasks.py",
      "from flytekit import task, Resources\nCPU = str(2)\n@task(requests=Resources(cpu=CPU))\n"
      "def evaluate() -> None: ...\n",

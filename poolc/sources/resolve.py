@@ -26,6 +26,7 @@ from .document import SourcedDocument
 from .found import Found, FoundStep, Layer, Place
 from .paths import outside, repository_root, written_problem
 from .precedence import merge_level, under_pipeline
+from .suggest import did_you_mean
 
 _STEP_NAME = re.compile(STEP_NAME)
 
@@ -133,6 +134,9 @@ def _validated(layer: Layer, found: Found) -> bool:
             where = ".".join(map(str, loc)) or "resources"
             rule = _rule_of(problem)
             place = layer.keys.get(loc) if rule is d.S001 else None
+            if rule is d.S001 and len(loc) == 1 and isinstance(loc[0], str):
+                message = f"{message}: ResourceSettings has no field {loc[0]!r}" + did_you_mean(
+                    loc[0], ResourceSettings.model_fields, "fields")
             found.diagnostics.append((place or layer.place(loc)).diagnostic(rule, f"{where}: {message}"))
         return False
     return True

@@ -44,7 +44,8 @@ def read(path: str) -> Found:
     doc, problems = load_plain(path)
     if doc is None:
         found.diagnostics.extend(Place(x.file, (x.line, x.column, x.end_line, x.end_column)).diagnostic(
-            d.C001 if x.rule == "Y001" else d.RULES[x.rule], x.message) for x in problems)
+            d.C001 if x.rule == "Y001" else d.C002 if x.rule == "Y002" else d.RULES[x.rule], x.message)
+            for x in problems)
         return found
     data = doc.data
     if not isinstance(data, dict):
