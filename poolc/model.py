@@ -631,6 +631,11 @@ class Step(Shared):
     command: list[str] | None = Field(default=None, description=(
         "Container command as a list, e.g. [python, -m, train]; default: the image's entrypoint."))
     settings: Settings | None = Field(default=None, description="The step's own settings (settings.resources).")
+    instance_type: Annotated[str, StringConstraints(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9-]+$")] | None = Field(
+        default=None, description=(
+            "SageMaker step operators only: the instance type the step runs on (ZenML's "
+            "SagemakerStepOperatorSettings.instance_type). It must be in poolc's catalog (and the component's "
+            "instance_types); its GPUs, vCPUs and memory are the step's demand. Default: the smallest that fits."))
     submitted_at: Timestamp | None = Field(default=None, description=(
         "RFC 3339 time with a zone (2026-11-20T10:00:00Z): the step arrived then. Steps that set it arrive "
         "first, by time; see docs/format.md#arrival-order."))

@@ -52,7 +52,7 @@ def poolc_reading(name: str, tmp: Path) -> tuple[dict[str, dict[str, Any]] | Non
     if errors:
         return None, result.diagnostics, root
     steps = {r.step: {"demand": r.demand, "preemptible": r.preemptible, "requester": r.requester,
-                      "gpu_type": r.settings.gpu_type}
+                      "gpu_type": r.settings.gpu_type, "instance_type": r.instance_type}
              for r in build_requests(result.config) if r.pipeline == name}
     return steps, result.diagnostics, root
 
@@ -61,7 +61,7 @@ def expected_steps(case: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {step: {"demand": dict(sorted({"step_run": 1, **value["demand"]}.items())),
                    "preemptible": value["preemptible"],
                    "requester": value.get("step_operator", "corpus-k8s"),
-                   "gpu_type": value.get("gpu_type")}
+                   "gpu_type": value.get("gpu_type"), "instance_type": value.get("instance_type")}
             for step, value in case["steps"].items()}
 
 
@@ -87,3 +87,42 @@ def test_poolc_reads_each_case_as_written_by_hand(name: str, tmp_path: Path):
     assert steps is not None, [x.as_text() for x in diagnostics]
     assert list(steps) == list(case["steps"])
     assert steps == expected_steps(case)
+
+
+def test_a_sagemaker_instance_named_in_code_is_the_training_job_and_the_placement(tmp_path: Path):
+    """ZenML runs the step operator settings' instance_type: the training job names it
+    and the step takes all of its 8 GPUs on the SageMaker pool (issue #38: apply wrote
+    the smallest fit, ml.p3.16xlarge, 8 V100, for code that runs ml.p4d.24xlarge)."""
+    import json
+
+    from poolc.plan import plan_paths
+    from poolc.targets import render_target
+    from poolc.targets.context import TargetContext
+
+    root = project("zenml-sagemaker-instance", tmp_path)
+    result = plan_paths([str(PLATFORM), str(root / "poolc.yaml")], state_file=str(tmp_path / "state.json"),
+                        runtime_check=False)
+    assert result.validation.ok, [x.as_text() for x in result.validation.diagnostics]
+    train = next(r for r in result.plan.requests if r.id.endswith("/train"))
+    assert (train.pool, dict(train.demand)["gpu"]) == ("corpus-sagemaker", 8)
+    files = render_target("sagemaker", TargetContext.of(result.validation.config, result.plan,
+                                                         result.validation.requests))
+    body = json.loads(files["sagemaker/zenml-sagemaker-instance--train.json"])
+    assert body["ResourceConfig"]["InstanceType"] == "ml.p4d.24xlarge"
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("ml.p4d.48xlarge", "is not in poolc's SageMaker catalog"),
+    ("ml.g5.2xlarge", "has no A100 GPUs"),
+])
+def test_a_sagemaker_instance_named_in_code_is_checked_at_its_line(tmp_path: Path, written: str, message: str):
+    root = project("zenml-sagemaker-instance", tmp_path)
+    code = root / "pipelines" / "training.py"
+    text = code.read_text(encoding="utf-8").replace("ml.p4d.24xlarge", written)
+    if written == "ml.g5.2xlarge":
+        text = text.replace("gpu_count=8)", 'gpu_count=8, gpu_type="A100")')
+    code.write_text(text, encoding="utf-8")
+    result = validate_paths([str(PLATFORM), str(root / "poolc.yaml")])
+    found = [x for x in result.diagnostics if x.severity == "error"]
+    assert len(found) == 1 and found[0].rule == "R006" and message in found[0].message, found
+    assert Path(found[0].file).resolve() == code.resolve() and found[0].line == 12

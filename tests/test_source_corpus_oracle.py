@@ -46,6 +46,20 @@ def ask_zenml(request: dict[str, Any], tmp: Path) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+def zenml_in_poolc_units(step: dict[str, Any]) -> tuple[dict[str, int], bool]:
+    """ZenML's demand of a compiled step; a SageMaker step whose settings name its
+    instance runs on all of that instance (its GPUs, vCPUs and memory, from the catalog
+    of SageMaker's instance types)."""
+    demand, preemptible = in_poolc_units(step)
+    if step.get("instance_type"):
+        from poolc.domain.catalog import load_catalog
+
+        instance = next(t for t in load_catalog() if t.name == step["instance_type"])
+        demand = {**demand, "mcpu": instance.vcpu * 1000, "memory_mb": instance.memory_mb,
+                  **({"gpu": instance.gpu_count} if instance.gpu_count else {})}
+    return dict(sorted(demand.items())), preemptible
+
+
 def compare(name: str, ours: dict[str, dict[str, Any]] | None, theirs: dict[str, Any] | None) -> str:
     """'agree', 'refused' (poolc refuses: allowed either way) or what differs."""
     if ours is None:
@@ -72,7 +86,7 @@ def test_zenml_corpus_agrees_with_zenml_or_is_refused(tmp_path: Path, capsys):
     for name, answer in zip(names, answers, strict=True):
         theirs = None
         if answer["accepted"]:
-            theirs = {step: (*in_poolc_units(value), value["step_operator"] or "corpus-k8s")
+            theirs = {step: (*zenml_in_poolc_units(value), value["step_operator"] or "corpus-k8s")
                       for step, value in answer["steps"].items()}
         else:
             outcomes["library refuses"].append(f"{name} ({answer['error'][:80]})")

@@ -56,6 +56,9 @@ class FoundStep:
     layers: list[Layer] = field(default_factory=list)
     step_operator: str | None = None
     step_operator_at: Place | None = None
+    # SageMaker step operator settings' instance_type, when the code or configuration names one
+    instance_type: str | None = None
+    instance_type_at: Place | None = None
 
 
 @dataclass
@@ -68,6 +71,8 @@ class Found:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # the run configuration only configures steps: it cannot say which steps exist
     knows_steps: bool = True
+    # the pipeline's SageMaker instance_type (every step's, unless the step names its own)
+    instance_type: tuple[str, Place] | None = None
 
 
 class Refused(Exception):

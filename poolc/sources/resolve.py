@@ -82,6 +82,7 @@ def _read(obj: Pipeline, doc: Document) -> Found:
         return code
     code.diagnostics.extend(config.diagnostics)
     code.pipeline_layers.extend(config.pipeline_layers)
+    code.instance_type = config.instance_type or code.instance_type
     for name, configured in config.steps.items():
         step = code.steps.get(name)
         if step is None:
@@ -92,6 +93,8 @@ def _read(obj: Pipeline, doc: Document) -> Found:
                     f"{source.pipeline!r} (its steps: {known})"))
             continue
         step.layers.extend(configured.layers)
+        if configured.instance_type is not None:
+            step.instance_type, step.instance_type_at = configured.instance_type, configured.instance_type_at
         if configured.step_operator is not None:
             step.step_operator, step.step_operator_at = configured.step_operator, configured.step_operator_at
     return code
@@ -176,12 +179,34 @@ def _named_here(found: Found, obj: Pipeline, doc: Document) -> None:
                                                       ("spec", "source", key))
 
 
+_INSTANCE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9-]+$")
+
+
+def _instance_of(step: FoundStep, found: Found, own: Step | None) -> tuple[str, Place | None] | None:
+    """The step's SageMaker instance_type: the poolc document's, the step's own in the
+    source, or the pipeline's (with where it was written; None in the document)."""
+    if own is not None and own.instance_type:
+        return own.instance_type, None
+    if step.instance_type is not None:
+        return step.instance_type, step.instance_type_at
+    return found.instance_type
+
+
+def _instance_problems(found: Found) -> None:
+    for name, at in [*((s.instance_type, s.instance_type_at) for s in found.steps.values()),
+                     *([found.instance_type] if found.instance_type else [])]:
+        if name is not None and at is not None and not _INSTANCE.match(name):
+            found.diagnostics.append(at.diagnostic(d.C005, f"instance_type {name!r} is not a SageMaker instance "
+                                                   "type name such as 'ml.p4d.24xlarge'"))
+
+
 def resolve(obj: Pipeline, doc: Document) -> Resolved:
     """The Pipeline with the steps of its source, or None and the reasons."""
     found = _read(obj, doc)
     _named_here(found, obj, doc)
     for layer in [*found.pipeline_layers, *(lay for s in found.steps.values() for lay in s.layers)]:
         _validated(layer, found)
+    _instance_problems(found)
     written = obj.spec.steps
     if found.knows_steps:
         for name in written:
@@ -213,12 +238,16 @@ def resolve(obj: Pipeline, doc: Document) -> Resolved:
         resources = source_settings
         if own_resources is not None:
             resources = ResourceSettings.model_construct(**own_resources.merged_fields(source_settings))
+        instance = _instance_of(step, found, own)
         steps[name] = Step.model_construct(
+            instance_type=instance[0] if instance else None,
             step_operator=own.step_operator if own and own.step_operator else step.step_operator,
             image=own.image if own else None, command=own.command if own else None,
             settings=Settings.model_construct(resources=resources) if resources is not None else None,
             submitted_at=own.submitted_at if own else None)
         step_places, step_keys = _step_places(name, step, merged)
+        if instance is not None and instance[1] is not None:
+            step_places[("spec", "steps", name, "instance_type")] = instance[1]
         places.update(step_places)
         keys.update(step_keys)
     spec = obj.spec.model_copy(update={"steps": steps})

@@ -380,6 +380,43 @@ def resources_layer(code: Code, module: Module, settings: ast.expr) -> Layer | N
     return layer
 
 
+SAGEMAKER_SETTINGS = ("zenml.integrations.aws.flavors.SagemakerStepOperatorSettings",
+                      "zenml.integrations.aws.flavors.sagemaker_step_operator_flavor.SagemakerStepOperatorSettings")
+
+
+def instance_type(code: Code, module: Module, settings: ast.expr) -> tuple[str, Place] | None:
+    """The instance_type of the SageMaker step operator settings in a ``settings=``
+    dict (key ``step_operator``, ``step_operator.sagemaker`` or ``step_operator:<name>``)."""
+    if not isinstance(settings, ast.Dict):
+        return None
+    found = None
+    for key, value in zip(settings.keys, settings.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or \
+                key.value.split(":", 1)[0] not in ("step_operator", "step_operator.sagemaker"):
+            continue
+        node = None
+        if isinstance(value, ast.Call) and module.imports.qualified(value.func) in SAGEMAKER_SETTINGS:
+            node = next((k.value for k in value.keywords if k.arg == "instance_type"), None)
+        elif isinstance(value, ast.Dict):
+            node = next((v for k, v in zip(value.keys, value.values, strict=True)
+                         if isinstance(k, ast.Constant) and k.value == "instance_type"), None)
+        else:
+            raise _refuse(module, value, d.C003, f"settings[{key.value!r}]={describe(value)}: write "
+                          "SagemakerStepOperatorSettings(instance_type=...) or a dict in place, so poolc knows the "
+                          "instance the step runs on")
+        if node is None:
+            continue
+        reader = LiteralReader(module.source, module.imports, {}, _names(code))
+        try:
+            name = reader.value(node, ())
+        except NotLiteral as exc:
+            raise Refused(reader.source.place(exc.node).diagnostic(d.C003, exc.message)) from None
+        if not isinstance(name, str):
+            raise _refuse(module, node, d.C005, f"instance_type={describe(node)} is not an instance type name")
+        found = (name, reader.places[()])
+    return found
+
+
 def step_operator(code: Code, module: Module, node: ast.expr) -> tuple[str, Place]:
     """The step operator's name (a literal string, or a module-level name bound to one) and its place."""
     reader = LiteralReader(module.source, module.imports, {}, _names(code))
@@ -400,6 +437,9 @@ def _apply(code: Code, step: FoundStep, options: list[Options]) -> None:
             layer = resources_layer(code, option.module, settings)
             if layer is not None:
                 step.layers.append(layer)
+            instance = instance_type(code, option.module, settings)
+            if instance is not None:
+                step.instance_type, step.instance_type_at = instance
         if "step_operator" in option.keywords:
             step.step_operator, step.step_operator_at = step_operator(code, option.module,
                                                                       option.keywords["step_operator"])
@@ -698,6 +738,7 @@ def _read(code: Code, entry: Module, wanted: str, found: Found) -> None:
             layer = resources_layer(code, option.module, settings)
             if layer is not None:
                 found.pipeline_layers.append(layer)
+            found.instance_type = instance_type(code, option.module, settings) or found.instance_type
         if "config_path" in option.keywords:
             config = _config_file(code, option.module, option.keywords["config_path"])
         for key in ("steps", "step_configurations"):
@@ -706,6 +747,7 @@ def _read(code: Code, entry: Module, wanted: str, found: Found) -> None:
     if config is not None:
         found.diagnostics.extend(config.diagnostics)
         found.pipeline_layers.extend(config.pipeline_layers)
+        found.instance_type = config.instance_type or found.instance_type
     Pipeline(code, chosen, found).read()
     if config is not None:
         _lay_over(found, config.steps, "the run configuration of config_path")
@@ -721,6 +763,8 @@ def _lay_over(found: Found, configured: dict[str, FoundStep], what: str) -> None
                                              f"(its steps: {', '.join(found.steps) or 'none'})"
                                              f"{did_you_mean(name, found.steps, 'steps')}"))
         target.layers.extend(step.layers)
+        if step.instance_type is not None:
+            target.instance_type, target.instance_type_at = step.instance_type, step.instance_type_at
         if step.step_operator is not None:
             target.step_operator, target.step_operator_at = step.step_operator, step.step_operator_at
 
@@ -772,6 +816,9 @@ def _steps_argument(code: Code, module: Module, node: ast.expr) -> dict[str, Fou
                 layer = resources_layer(code, module, inner)
                 if layer is not None:
                     step.layers.append(layer)
+                instance = instance_type(code, module, inner)
+                if instance is not None:
+                    step.instance_type, step.instance_type_at = instance
             elif inner_key.value == "step_operator":
                 step.step_operator, step.step_operator_at = step_operator(code, module, inner)
             elif inner_key.value not in ARGUMENTS[("step", "configure")]:

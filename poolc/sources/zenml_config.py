@@ -32,6 +32,16 @@ def _layer(doc: Document, path: tuple[str | int, ...], found: Found) -> Layer | 
     return Layer(dict(value), places, _place(doc, path, key=True), keys)
 
 
+def _instance_type(doc: Document, path: tuple[str | int, ...], settings: dict[str, Any]) -> tuple[str, Place] | None:
+    """``<settings>.step_operator[.sagemaker|:<name>].instance_type``, with its place."""
+    found = None
+    for key, value in settings.items():
+        if isinstance(key, str) and key.split(":", 1)[0] in ("step_operator", "step_operator.sagemaker") and \
+                isinstance(value, dict) and isinstance(value.get("instance_type"), str):
+            found = (value["instance_type"], _place(doc, path + (key, "instance_type")))
+    return found
+
+
 def _get(data: Any, path: tuple[str | int, ...]) -> Any:
     for part in path:
         data = data[part]
@@ -59,6 +69,8 @@ def read(path: str) -> Found:
         layer = _layer(doc, ("settings", "resources"), found)
         if layer is not None:
             found.pipeline_layers.append(layer)
+    if isinstance(settings, dict):
+        found.instance_type = _instance_type(doc, ("settings",), settings)
     steps = data.get("steps")
     if steps is None:
         return found
@@ -81,6 +93,10 @@ def read(path: str) -> Found:
             layer = _layer(doc, ("steps", name, "settings", "resources"), found)
             if layer is not None:
                 step.layers.append(layer)
+        if isinstance(step_settings, dict):
+            instance = _instance_type(doc, ("steps", name, "settings"), step_settings)
+            if instance is not None:
+                step.instance_type, step.instance_type_at = instance
         if "step_operator" in config:
             operator = config["step_operator"]
             where = _place(doc, ("steps", name, "step_operator"))

@@ -64,6 +64,16 @@ def _pipeline(case, stack):
             for name, step in snapshot.step_configurations.items()}
 
 
+def _instance_type(settings):
+    """The SageMaker step operator settings' instance_type a compiled step carries."""
+    for key, value in settings.items():
+        if key.split(":", 1)[0] in ("step_operator", "step_operator.sagemaker"):
+            fields = value.model_dump() if hasattr(value, "model_dump") else dict(value)
+            if fields.get("instance_type"):
+                return fields["instance_type"]
+    return None
+
+
 def _project(case, stack):
     """A corpus project: its directory on sys.path and as the working directory (where
     ZenML opens config_path), the module imported by its dotted name, ``expression``
@@ -98,7 +108,11 @@ def _project(case, stack):
         except Exception as exc:   # the library refuses the project: say so, as the test compares that
             return {"accepted": False, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
         return {"accepted": True, "steps": {
-            name: {**_demands(step.config.resource_settings), "step_operator": step.config.step_operator}
+            name: {**_demands(step.config.resource_settings), "step_operator": step.config.step_operator,
+                   # the compiler drops settings of a component the oracle's stack lacks (it has no
+                   # SageMaker step operator): the step's own configuration still holds them
+                   "instance_type": _instance_type(step.config.settings) or _instance_type(
+                       pipeline.invocations[name].step.configuration.settings)}
             for name, step in snapshot.step_configurations.items()}}
     finally:
         sys.path[:] = saved_path
