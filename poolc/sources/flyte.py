@@ -61,11 +61,13 @@ ARGUMENTS = {
     "envtask": ("cache", "docs", "entrypoint", "interruptible", "links", "max_inline_io_bytes", "pod_template",
                 "produces_artifacts", "queue", "report", "retries", "service_account", "short_name",
                 "task_resolver", "timeout", "triggers"),
+    "clone": ("name", "image", "resources", "env_vars", "secrets", "depends_on", "description", "interruptible",
+              "include", "service_account", "cache", "reusable"),
     "override": ("cache", "entrypoint", "env_vars", "interruptible", "links", "max_inline_io_bytes",
                  "plugin_config", "pod_template", "produces_artifacts", "queue", "resources", "retries", "reusable",
                  "secrets", "service_account", "short_name", "timeout"),
 }
-STRICT = ("task", "environment", "envtask")
+STRICT = ("task", "environment", "envtask", "clone")
 
 
 def _resources_call(library: str) -> Any:
@@ -286,14 +288,19 @@ class _Tasks:
             return None
         return found
 
-    def environment(self, module: Module, node: ast.expr) -> tuple[Module, list[ast.keyword]] | None:
-        """The TaskEnvironment(...) an expression names (through imports of the repository)."""
+    def environment(self, module: Module, node: ast.expr) -> list[tuple[Module, list[ast.keyword], str]] | None:
+        """The calls that make the TaskEnvironment an expression names (``TaskEnvironment(...)``,
+        then each ``clone_with(...)``), through imports of the repository."""
         if not isinstance(node, ast.Name):
             return None
         binding = module.binding(node.id)
         if isinstance(binding, ast.Assign) and isinstance(binding.value, ast.Call) and \
                 module.imports.qualified(binding.value.func) in TASK_ENVIRONMENT:
-            return module, binding.value.keywords
+            return [(module, binding.value.keywords, "environment")]
+        if isinstance(binding, ast.Assign) and isinstance(binding.value, ast.Call) and \
+                isinstance(binding.value.func, ast.Attribute) and binding.value.func.attr == "clone_with":
+            base = self.environment(module, binding.value.func.value)
+            return [*base, (module, binding.value.keywords, "clone")] if base is not None else None
         if isinstance(binding, ast.ImportFrom):
             alias = next(a for a in binding.names if (a.asname or a.name) == node.id)
             found = self.project.find(module, binding.module, binding.level)
@@ -316,8 +323,12 @@ class _Tasks:
             if isinstance(target, ast.Attribute) and target.attr == "task":
                 environment = self.environment(module, target.value)
                 if environment is not None:
-                    return _Task(node, module, node, [(environment[0], environment[1], "environment"),
-                                                      (module, own, "envtask")])
+                    return _Task(node, module, node, [*environment, (module, own, "envtask")])
+                if any(q == "flyte" or q.startswith("flyte.") for q in module.imports.names.values()):
+                    raise Refused(module.source.place(decorator).diagnostic(
+                        d.C007, f"@{describe(target)}: poolc cannot tell which TaskEnvironment "
+                        f"{describe(target.value)} is without running the code (bind it at module level to "
+                        "flyte.TaskEnvironment(...) or its clone_with(...), here or in a module of the repository)"))
         return None
 
     def named(self, module: Module, name: str) -> _Task | None:
@@ -370,7 +381,7 @@ def _check_arguments(module: Module, keywords: list[ast.keyword], how: str) -> N
 
 _CALLS = {"task": "flytekit's @task (flytekit refuses it)", "with_overrides": "flytekit's with_overrides",
           "environment": "flyte's TaskEnvironment (flyte refuses it)", "envtask": "flyte's @env.task (flyte "
-          "refuses it)", "override": "flyte's override"}
+          "refuses it)", "override": "flyte's override", "clone": "flyte's clone_with (flyte refuses it)"}
 
 
 def _settings(task: _Task, tasks: _Tasks, extra: list[tuple[Module, list[ast.keyword], str]] | None = None
@@ -380,7 +391,8 @@ def _settings(task: _Task, tasks: _Tasks, extra: list[tuple[Module, list[ast.key
         _check_arguments(module, keywords, how)
         reader = LiteralReader(module.source, module.imports, CALLS, _names(tasks))
         try:
-            _read_keywords(reader, keywords, settings, replace=how == "override", clamp=how == "with_overrides")
+            _read_keywords(reader, keywords, settings, replace=how in ("override", "clone"),
+                           clamp=how == "with_overrides")
         except NotLiteral as exc:
             raise Refused(reader.source.place(exc.node).diagnostic(d.C003, exc.message)) from None
     return settings

@@ -303,7 +303,21 @@ class Code:
 
     def _configured(self, symbol: ZenObject, module: Module, name: str, bound: ast.AST,
                     before: int | None) -> ZenObject:
-        """``symbol`` with the module-level ``name.configure(...)`` calls of ``module`` after its binding."""
+        """``symbol`` with the module-level ``name.configure(...)`` calls of ``module`` after its binding.
+        One under a module-level condition or loop (or, for a step, in any function) is
+        decided when the code runs: refused."""
+        top = {id(statement.value) for statement in module.source.tree.body if isinstance(statement, ast.Expr)}
+        for statement in module.source.tree.body:
+            functions = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if functions and symbol.kind == "pipeline":
+                continue     # a run script's main(): read as the run's options (_run_sites)
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Call) and id(node) not in top and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr == "configure" and isinstance(node.func.value, ast.Name) and \
+                        node.func.value.id == name:
+                    raise _refuse(module, node, d.C007, f"{name}.configure(...) under a condition, a loop or in a "
+                                  "function: whether it applies is decided when the code runs; configure at "
+                                  "module level")
         start = module.order.get(id(bound), -1)
         for index, statement in enumerate(module.source.tree.body):
             if index <= start or (before is not None and index >= before):
