@@ -139,6 +139,19 @@ BAD = [
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    settings:\n      resources: {gpu_cont: 1}\n",
      "run.yaml:4:19: error[S001] gpu_cont: Extra inputs are not permitted"),
     ("zenml-config.yaml", "run.yaml", "steps: [train]\n", "run.yaml:1:8: error[C005] steps must be a mapping"),
+    ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    settings:\n      resource: {gpu_count: 1}\n",
+     "run.yaml:4:7: error[C005] settings key 'resource' is not one ZenML takes"),
+    ("zenml-code.yaml", "training.py",
+     "from zenml import step, pipeline\nfrom zenml.config import ResourceSettings\n"
+     "@step(settings={'resources': ResourceSettings(gpu_cont=1)})\n"
+     "def a() -> None: ...\n@pipeline\ndef training() -> None:\n    a()\n",
+     "training.py:3:47: error[S001] gpu_cont: Extra inputs are not permitted: ResourceSettings has no field "
+     "'gpu_cont'; did you mean 'gpu_count'?"),
+    ("zenml-code.yaml", "training.py",
+     "from zenml import step, pipeline\n@step(setings={'resources': {'gpu_count': 1}})\n"
+     "def a() -> None: ...\n@pipeline\ndef training() -> None:\n    a()\n",
+     "training.py:2:7: error[C005] setings= is not an argument of ZenML's step decorator (ZenML refuses it when the "
+     "module is imported); did you mean 'settings'?"),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train: {x: 1\n", "run.yaml:3:1: error[C002] YAML syntax error"),
     ("flyte.yaml", "tasks.py",
      "from flytekit import task, Resources\nCPU = str(2)\n@task(requests=Resources(cpu=CPU))\n"

@@ -57,11 +57,6 @@ ARGUMENTS = {
                                    *_PIPELINE_ONLY},
 }
 ARGUMENTS[("step", "with_options")] = ARGUMENTS[("step", "configure")]
-# settings keys ZenML 0.98 accepts: general settings and stack component types (with .flavor or :name)
-GENERAL_SETTINGS = ("resources", "deployment", "docker")
-COMPONENT_TYPES = ("alerter", "annotator", "artifact_store", "container_registry", "data_validator",
-                   "experiment_tracker", "feature_store", "image_builder", "log_store", "model_deployer",
-                   "orchestrator", "step_operator", "model_registry", "deployer", "sandbox")
 # a call in a pipeline body to a name from these packages is never a step
 _NOT_STEPS = frozenset(sys.stdlib_module_names) | {"zenml", "typing_extensions", "pydantic"}
 
@@ -357,13 +352,6 @@ def _constant(code: Code, module: Module, name: str) -> tuple[Any, ast.expr] | N
     return None
 
 
-def _is_settings_key(key: str) -> bool:
-    if key in GENERAL_SETTINGS:
-        return True
-    component = key.split(":", 1)[0].split(".", 1)[0]
-    return component in COMPONENT_TYPES
-
-
 def resources_layer(code: Code, module: Module, settings: ast.expr) -> Layer | None:
     """The ResourceSettings of a ``settings=`` argument, or None when it has none."""
     if not isinstance(settings, ast.Dict):
@@ -376,10 +364,10 @@ def resources_layer(code: Code, module: Module, settings: ast.expr) -> Layer | N
                           "keys out")
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             raise _refuse(module, key, d.C003, f"settings key {describe(key)} is not a literal string")
-        if not _is_settings_key(key.value):
+        if not zenml_config.is_settings_key(key.value):
             raise _refuse(module, key, d.C005, f"settings key {key.value!r} is not one ZenML takes (it refuses the "
                           "step: 'Invalid setting key'); its keys are resources, docker, deployment or a stack "
-                          f"component type{did_you_mean(key.value, GENERAL_SETTINGS, 'keys')}")
+                          f"component type{did_you_mean(key.value, zenml_config.GENERAL_SETTINGS, 'keys')}")
         if key.value != "resources":
             continue   # docker, orchestrator.<flavor>, ...: not demand, not read
         reader = LiteralReader(module.source, module.imports, CALLS, _names(code))
