@@ -1,0 +1,104 @@
+"""Edge cases of following a ZenML project's imports (the corpus, tests/test_source_corpus.py,
+holds the usual layouts): circles, namespace packages, the ZenML source root, names
+bound twice, a module with a syntax error, config_path problems; each read or refused
+at its place, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from poolc.sources import zenml_code
+
+STEP = ("from zenml import step\nfrom zenml.config import ResourceSettings\n\n"
+        "@step(settings={'resources': ResourceSettings(gpu_count=2)})\ndef train() -> int:\n    return 1\n")
+PIPELINE = "from zenml import pipeline\n{imports}\n\n@pipeline\ndef training() -> None:\n    train()\n"
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def reading(root: Path, entry: str) -> tuple[dict[str, dict], list[str]]:
+    found = zenml_code.read(str(root / entry), "training", str(root))
+    problems = [f"{Path(x.file).relative_to(root)}:{x.line}:{x.column}: {x.rule} {x.message}"
+                for x in found.diagnostics]
+    return {name: step.layers[0].fields if step.layers else {} for name, step in found.steps.items()}, problems
+
+
+def test_a_namespace_package_and_a_circle_of_imports(tmp_path: Path):
+    root = write(tmp_path, {
+        "ns/steps.py": STEP + "from ns import helpers\n",
+        "ns/helpers.py": "from ns.steps import train\n",
+        "pipe.py": PIPELINE.format(imports="from ns.helpers import train"),
+    })
+    assert reading(root, "pipe.py") == ({"train": {"gpu_count": 2}}, [])
+
+
+def test_the_zenml_source_root_is_searched(tmp_path: Path):
+    root = write(tmp_path, {
+        "projects/ml/.zen/config.yaml": "",
+        "projects/ml/steps/__init__.py": "from .train import train\n",
+        "projects/ml/steps/train.py": STEP,
+        "projects/ml/pipelines/training.py": PIPELINE.format(imports="from steps import train"),
+    })
+    assert reading(root, "projects/ml/pipelines/training.py") == ({"train": {"gpu_count": 2}}, [])
+
+
+def test_a_module_that_is_not_there_is_named(tmp_path: Path):
+    root = write(tmp_path, {"pipelines/training.py": PIPELINE.format(imports="from .steps import train")})
+    steps, problems = reading(root, "pipelines/training.py")
+    assert steps == {} and len(problems) == 1
+    assert problems[0].startswith("pipelines/training.py:2:1: C006 train (called in pipeline 'training') cannot be "
+                                  "followed: no module .steps in the repository"), problems
+
+
+def test_a_name_bound_twice_is_refused_where_it_is_bound_again(tmp_path: Path):
+    root = write(tmp_path, {
+        "steps.py": STEP,
+        "pipe.py": PIPELINE.format(imports="from steps import train\ntry:\n    from fast import train\n"
+                                   "except ImportError:\n    pass"),
+    })
+    steps, problems = reading(root, "pipe.py")
+    assert steps == {} and len(problems) == 1 and problems[0].startswith("pipe.py:4:5: C007 train is bound more"), \
+        problems
+
+
+def test_a_syntax_error_in_an_imported_module_is_its_own(tmp_path: Path):
+    root = write(tmp_path, {"steps.py": "def (:\n", "pipe.py": PIPELINE.format(imports="from steps import train")})
+    steps, problems = reading(root, "pipe.py")
+    assert steps == {} and len(problems) == 1 and problems[0].startswith("steps.py:1:5: C002 Python syntax error"), \
+        problems
+
+
+def test_config_path_that_is_absolute_or_missing(tmp_path: Path):
+    for written, expected in (("/etc/zenml.yaml", "pipe.py:9:41: C006 config_path='/etc/zenml.yaml' is an absolute"),
+                              ("configs/missing.yaml", "pipe.py:9:41: C001 config_path='configs/missing.yaml' is "
+                               "not found"),
+                              ("../../outside.yaml", "pipe.py:9:41: C006 config_path='../../outside.yaml': it is "
+                               "outside the repository")):
+        root = write(tmp_path / written.replace("/", "_"), {
+            "steps.py": STEP,
+            "pipe.py": PIPELINE.format(imports="from steps import train") +
+            f"\n\nrun = training.with_options(config_path={written!r})\n",
+        })
+        found = zenml_code.read(str(root / "pipe.py"), "run", str(root))
+        problems = [f"{Path(x.file).relative_to(root)}:{x.line}:{x.column}: {x.rule} {x.message}"
+                    for x in found.diagnostics]
+        assert len(problems) == 1 and problems[0].startswith(expected), problems
+
+
+def test_a_local_binding_of_a_step_inside_the_pipeline(tmp_path: Path):
+    root = write(tmp_path, {
+        "steps.py": STEP,
+        "pipe.py": "from zenml import pipeline\nfrom zenml.config import ResourceSettings\nfrom steps import train\n"
+                   "\n\n@pipeline\ndef training() -> None:\n"
+                   "    big = train.with_options(settings={'resources': ResourceSettings(gpu_count=4)})\n"
+                   "    big()\n    other = [train][0]\n    other()\n",
+    })
+    steps, problems = reading(root, "pipe.py")
+    assert steps == {} and len(problems) == 1 and problems[0].startswith("pipe.py:10:5: C007 other is bound to a "
+                                                                         "step inside the pipeline"), problems
