@@ -102,3 +102,27 @@ def test_a_local_binding_of_a_step_inside_the_pipeline(tmp_path: Path):
     steps, problems = reading(root, "pipe.py")
     assert steps == {} and len(problems) == 1 and problems[0].startswith("pipe.py:10:5: C007 other is bound to a "
                                                                          "step inside the pipeline"), problems
+
+
+def test_a_plan_error_caused_by_a_value_in_code_points_at_that_value(tmp_path: Path):
+    """R003 of a module-level constant points at the constant's literal; R010 of a Flyte
+    accelerator at the accelerator: the lines an engineer changes, not the platform's."""
+    import shutil
+
+    from poolc.validate import validate_paths
+
+    context = Path(__file__).resolve().parent / "fixtures" / "context" / "platform.yaml"
+    root = write(tmp_path, {
+        "training.py": "from zenml import pipeline, step\nfrom zenml.config import ResourceSettings\n\nGPUS = 12\n\n"
+                       "@step(settings={'resources': ResourceSettings(gpu_count=GPUS)})\ndef train() -> int:\n"
+                       "    return 1\n\n@pipeline\ndef training() -> None:\n    train()\n",
+        "tasks.py": "from flytekit import Resources, task\nfrom flytekit.extras.accelerators import T4\n\n"
+                    "@task(requests=Resources(gpu='1'), accelerator=T4)\ndef serve() -> int:\n    return 1\n",
+        "p.yaml": "apiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: z}\nspec:\n  stack: team-stack\n"
+                  "  source: {python: training.py, pipeline: training}\n---\napiVersion: poolc/v1\nkind: Pipeline\n"
+                  "metadata: {name: f}\nspec:\n  stack: team-stack\n  source: {flyte: tasks.py}\n",
+    })
+    shutil.copy(context, root / "platform.yaml")
+    found = sorted(f"{Path(x.file).name}:{x.line}:{x.column}: {x.rule}"
+                   for x in validate_paths([str(root / "platform.yaml"), str(root / "p.yaml")]).diagnostics)
+    assert found == ["tasks.py:4:48: R010", "training.py:4:8: R003"]
