@@ -33,6 +33,9 @@ class Module:
     imports: Imports
     bindings: dict[str, list[ast.AST]] = field(default_factory=dict)
     order: dict[int, int] = field(default_factory=dict)   # id(statement) -> its index in the body
+    # name -> its ``name.configure(...)`` calls: (index of the module-level statement, the call,
+    # "top" for a statement of its own, "block" under a module-level if/for/try, "function" in a def)
+    configures: dict[str, list[tuple[int, ast.Call, str]]] = field(default_factory=dict)
 
     @property
     def package_dir(self) -> str:
@@ -111,6 +114,19 @@ def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
     return found
 
 
+def _configures(tree: ast.Module) -> dict[str, list[tuple[int, ast.Call, str]]]:
+    """Every ``<name>.configure(...)`` call of a module, found in one walk."""
+    found: dict[str, list[tuple[int, ast.Call, str]]] = {}
+    for index, statement in enumerate(tree.body):
+        top = statement.value if isinstance(statement, ast.Expr) else None
+        where = "function" if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else "block"
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "configure" and isinstance(node.func.value, ast.Name):
+                found.setdefault(node.func.value.id, []).append((index, node, "top" if node is top else where))
+    return found
+
+
 @dataclass
 class Lookup:
     """Where an import leads: a module file of the repository, or why not."""
@@ -164,6 +180,7 @@ class Project:
             else:
                 module = Module(path, source, Imports(source.tree), _bindings(source.tree))
                 module.order = {id(node): index for index, node in enumerate(source.tree.body)}
+                module.configures = _configures(source.tree)
                 self._modules[path] = module
         return self._modules[path]
 

@@ -128,6 +128,8 @@ class Code:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._depth = 0
+        # each name resolved once: a pipeline of a thousand calls must not walk its module a thousand times
+        self._names: dict[tuple[int, str, int | None], Symbol] = {}
 
     # --- modules -------------------------------------------------------------------
     def module(self, path: str, importer: Module | None = None, at: ast.AST | None = None) -> Module | None:
@@ -149,6 +151,12 @@ class Code:
     def name(self, module: Module, name: str, before: int | None = None) -> Symbol:
         """What a module-level name stands for (as of statement ``before`` for the
         ``configure`` calls on it)."""
+        key = (id(module), name, before)
+        if key not in self._names:
+            self._names[key] = self._name(module, name, before)
+        return self._names[key]
+
+    def _name(self, module: Module, name: str, before: int | None) -> Symbol:
         if module.rebound(name):
             return Other("rebound", module, module.bindings[name][-1], name)
         node = module.binding(name)
@@ -301,26 +309,15 @@ class Code:
         """``symbol`` with the module-level ``name.configure(...)`` calls of ``module`` after its binding.
         One under a module-level condition or loop (or, for a step, in any function) is
         decided when the code runs: refused."""
-        top = {id(statement.value) for statement in module.source.tree.body if isinstance(statement, ast.Expr)}
-        for statement in module.source.tree.body:
-            functions = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            if functions and symbol.kind == "pipeline":
-                continue     # a run script's main(): read as the run's options (_run_sites)
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Call) and id(node) not in top and isinstance(node.func, ast.Attribute) and \
-                        node.func.attr == "configure" and isinstance(node.func.value, ast.Name) and \
-                        node.func.value.id == name:
-                    raise _refuse(module, node, d.C007, f"{name}.configure(...) under a condition, a loop or in a "
-                                  "function: whether it applies is decided when the code runs; configure at "
-                                  "module level")
         start = module.order.get(id(bound), -1)
-        for index, statement in enumerate(module.source.tree.body):
-            if index <= start or (before is not None and index >= before):
-                continue
-            call = statement.value if isinstance(statement, ast.Expr) else None
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-                    call.func.attr == "configure" and isinstance(call.func.value, ast.Name) and \
-                    call.func.value.id == name:
+        for index, call, where in module.configures.get(name, []):
+            if where == "function" and symbol.kind == "pipeline":
+                continue     # a run script's main(): read as the run's options (_run_sites)
+            if where != "top":
+                raise _refuse(module, call, d.C007, f"{name}.configure(...) under a condition, a loop or in a "
+                              "function: whether it applies is decided when the code runs; configure at "
+                              "module level")
+            if index > start and (before is None or index < before):
                 symbol = symbol.with_more(self.options(module, call, symbol.kind, "configure"))
         return symbol
 
