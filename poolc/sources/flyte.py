@@ -17,6 +17,7 @@ import ast
 import difflib
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,11 +281,17 @@ class _Tasks:
         self.project = project
         self._depth = 0
 
-    def module(self, path: str) -> Module | None:
+    def module(self, path: str, importer: Module | None = None, at: ast.AST | None = None) -> Module | None:
+        """A module of the repository (None for a namespace package); beyond the budget
+        of modules, C006 at the import that leads there."""
         found = self.project.package_module(path)
         if isinstance(found, list):
             if found:
                 raise Refused(found[0])
+            if importer is not None and at is not None:
+                raise Refused(importer.source.place(at).diagnostic(
+                    d.C006, "the modules this source leads to are more than poolc reads (500 modules, 16 MiB): "
+                    "the import stops here"))
             return None
         return found
 
@@ -304,7 +311,7 @@ class _Tasks:
         if isinstance(binding, ast.ImportFrom):
             alias = next(a for a in binding.names if (a.asname or a.name) == node.id)
             found = self.project.find(module, binding.module, binding.level)
-            target = self.module(found.path) if found.path else None
+            target = self.module(found.path, module, binding) if found.path else None
             if target is not None:
                 return self.environment(target, ast.Name(id=alias.name))
         return None
@@ -343,7 +350,7 @@ class _Tasks:
             if isinstance(binding, ast.ImportFrom):
                 alias = next(a for a in binding.names if (a.asname or a.name) == name)
                 found = self.project.find(module, binding.module, binding.level)
-                target = self.module(found.path) if found.path else None
+                target = self.module(found.path, module, binding) if found.path else None
                 return self.named(target, alias.name) if target is not None else None
             if isinstance(binding, ast.Assign) and isinstance(binding.value, ast.Call):
                 return self.made(module, binding.value)
@@ -469,7 +476,25 @@ def _overrides(tasks: _Tasks, entry: Module, names: dict[str, _Task]) -> dict[st
                         sites.setdefault(by_function[id(task.function)], []).append((inner, func.value))
                 elif isinstance(func, ast.Name) and func.id in names:
                     sites.setdefault(func.id, []).append((None, inner))
+                elif isinstance(func, ast.Name):
+                    _outside_task(tasks, entry, func.id, node.name)
     return {name: sorted(calls, key=lambda c: (c[1].lineno, c[1].col_offset)) for name, calls in sites.items()}
+
+
+_NOT_TASKS = frozenset(sys.stdlib_module_names) | {"flytekit", "flyte", "typing_extensions", "pydantic"}
+
+
+def _outside_task(tasks: _Tasks, entry: Module, name: str, workflow: str) -> None:
+    """A workflow's call of a name imported from outside the repository: poolc cannot
+    see whether it is a task (the library would run it as one), so it says so."""
+    binding = entry.binding(name)
+    if not isinstance(binding, ast.ImportFrom) or binding.level or not binding.module or \
+            binding.module.split(".")[0] in _NOT_TASKS:
+        return
+    if tasks.project.find(entry, binding.module, 0).path is None:
+        raise Refused(entry.source.place(binding).diagnostic(
+            d.C006, f"{name} (called in workflow {workflow!r}) comes from {binding.module}, outside the "
+            "repository: poolc reads only the repository's code and cannot tell whether it is a task"))
 
 
 def _read(tasks: _Tasks, entry: Module, found: Found) -> None:

@@ -20,8 +20,10 @@ from .literals import Imports
 from .paths import outside
 from .pysource import PySource, parse
 
-# A project of more modules than this is refused rather than read without end.
+# The modules one source may lead to, in number and in bytes: beyond, the import that
+# goes further is refused (C006) rather than read without end.
 MAX_MODULES = 500
+MAX_PROJECT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -147,6 +149,7 @@ class Project:
             if folder and folder not in self.search:
                 self.search.append(folder)
         self._modules: dict[str, Module | list[Diagnostic]] = {}
+        self._bytes = 0
         self._relative = os.path.dirname(entry)    # how paths are shown: as the entry was named
         self._entry_abs = os.path.dirname(os.path.abspath(entry))
 
@@ -172,8 +175,13 @@ class Project:
         """The parsed module at ``path`` (absolute), or the diagnostics of why it cannot be read."""
         path = os.path.abspath(path)
         if path not in self._modules:
-            if len(self._modules) >= MAX_MODULES:
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                size = 0
+            if len(self._modules) >= MAX_MODULES or self._bytes + size > MAX_PROJECT_BYTES:
                 return []
+            self._bytes += size
             source, problems = parse(self.shown(path))
             if source is None:
                 self._modules[path] = problems

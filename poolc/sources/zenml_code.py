@@ -138,8 +138,8 @@ class Code:
             if found:
                 raise Refused(found[0])
             assert importer is not None and at is not None
-            raise _refuse(importer, at, d.C006, "the repository has more modules than poolc reads "
-                          "(import chains stop here)")
+            raise _refuse(importer, at, d.C006, "the modules this source leads to are more than poolc reads "
+                          "(500 modules, 16 MiB): the import stops here")
         return found
 
     def kind(self, module: Module, decorator: ast.expr) -> str | None:
