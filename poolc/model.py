@@ -648,16 +648,17 @@ class PipelineSource(Strict):
     model_config = ConfigDict(json_schema_extra=lambda schema, _: _source_schema(schema))
 
     zenml_config: NonEmpty | None = Field(default=None, description=(
-        "A ZenML run configuration YAML: settings.resources, steps.<step>.settings.resources and "
-        "steps.<step>.step_operator are read, every other key is ignored."))
+        "A ZenML run configuration YAML: settings.resources, steps.<step>.settings.resources, "
+        "steps.<step>.step_operator and the SageMaker step operator settings' instance_type are read; a settings "
+        "key ZenML refuses is an error, every other key is ignored."))
     python: NonEmpty | None = Field(default=None, description=(
         "A Python file with ZenML @step/@pipeline decorators, read without running it; needs pipeline."))
     pipeline: NonEmpty | None = Field(default=None, description=(
-        "The ZenML pipeline of the python file: its name, its function's name, or a module-level name bound "
-        "to <pipeline>.with_options(...)."))
+        "The ZenML pipeline of the python file: its name, its function's name, or a module-level name that "
+        "stands for it (<pipeline>.with_options(...), an alias of one, an import of the pipeline)."))
     flyte: NonEmpty | None = Field(default=None, description=(
         "A Python file with Flyte tasks (flytekit @task or flyte TaskEnvironment), read without running it; "
-        "each task is a step."))
+        "each task it holds (its own and those it imports from the repository) is a step."))
 
     @model_validator(mode="after")
     def _one_front_end(self) -> PipelineSource:

@@ -126,3 +126,19 @@ def test_a_plan_error_caused_by_a_value_in_code_points_at_that_value(tmp_path: P
     found = sorted(f"{Path(x.file).name}:{x.line}:{x.column}: {x.rule}"
                    for x in validate_paths([str(root / "platform.yaml"), str(root / "p.yaml")]).diagnostics)
     assert found == ["tasks.py:4:48: R010", "training.py:4:8: R003"]
+
+
+def test_a_step_of_a_zenml_integration_is_named_not_dropped(tmp_path: Path):
+    """zenml's own API (log_metadata, ...) is no step, but its integrations ship steps
+    poolc cannot read: named at the import."""
+    root = write(tmp_path, {
+        "steps.py": STEP,
+        "pipe.py": "from zenml import log_metadata, pipeline\n"
+                   "from zenml.integrations.mlflow.steps import mlflow_model_deployer_step\nfrom steps import train\n"
+                   "\n\n@pipeline\ndef training() -> None:\n    log_metadata({'a': 1})\n    train()\n"
+                   "    mlflow_model_deployer_step()\n",
+    })
+    steps, problems = reading(root, "pipe.py")
+    assert steps == {} and len(problems) == 1
+    assert problems[0].startswith("pipe.py:2:1: C006 mlflow_model_deployer_step (called in pipeline 'training') "
+                                  "comes from zenml.integrations.mlflow.steps.mlflow_model_deployer_step"), problems

@@ -57,7 +57,8 @@ ARGUMENTS = {
                                    *_PIPELINE_ONLY},
 }
 ARGUMENTS[("step", "with_options")] = ARGUMENTS[("step", "configure")]
-# a call in a pipeline body to a name from these packages is never a step
+# a call in a pipeline body to a name from these packages is never a step (zenml's own API,
+# not its integrations, which ship steps)
 _NOT_STEPS = frozenset(sys.stdlib_module_names) | {"zenml", "typing_extensions", "pydantic"}
 
 
@@ -612,7 +613,8 @@ class Pipeline:
         if symbol.why == "missing":
             raise _refuse(symbol.module or self.module, symbol.node or call, d.C006,
                           f"{name} (called in pipeline {self.pipeline.name!r}) cannot be followed: {symbol.detail}")
-        if symbol.why == "external" and symbol.detail.split(".")[0] not in _NOT_STEPS:
+        if symbol.why == "external" and (symbol.detail.split(".")[0] not in _NOT_STEPS or
+                                         symbol.detail.startswith("zenml.integrations.")):
             raise _refuse(symbol.module or self.module, symbol.node or call, d.C006,
                           f"{name} (called in pipeline {self.pipeline.name!r}) comes from {symbol.detail}, outside "
                           "the repository: poolc reads only the repository's code and cannot tell whether it is "
