@@ -142,3 +142,20 @@ def test_a_step_of_a_zenml_integration_is_named_not_dropped(tmp_path: Path):
     assert steps == {} and len(problems) == 1
     assert problems[0].startswith("pipe.py:2:1: C006 mlflow_model_deployer_step (called in pipeline 'training') "
                                   "comes from zenml.integrations.mlflow.steps.mlflow_model_deployer_step"), problems
+
+
+def test_a_config_path_in_code_and_a_zenml_config_in_spec_source_is_refused(tmp_path: Path):
+    from poolc.validate import validate_paths
+
+    root = write(tmp_path, {
+        "steps.py": STEP,
+        "run.yaml": "steps:\n  train:\n    settings:\n      resources: {gpu_count: 4}\n",
+        "pipe.py": PIPELINE.format(imports="from steps import train") +
+        "\n\nrun = training.with_options(config_path='run.yaml')\n",
+        "p.yaml": "apiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: p}\nspec:\n  stack: team-stack\n"
+                  "  source: {python: pipe.py, pipeline: run, zenml_config: run.yaml}\n",
+    })
+    context = Path(__file__).resolve().parent / "fixtures" / "context" / "platform.yaml"
+    found = [x for x in validate_paths([str(context), str(root / "p.yaml")]).diagnostics]
+    assert len(found) == 1 and found[0].rule == "C005" and Path(found[0].file).name == "p.yaml", found
+    assert "already names its run configuration" in found[0].message

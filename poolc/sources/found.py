@@ -73,6 +73,8 @@ class Found:
     knows_steps: bool = True
     # the pipeline's SageMaker instance_type (every step's, unless the step names its own)
     instance_type: tuple[str, Place] | None = None
+    # where the code names its own run configuration (with_options(config_path=...))
+    config_path_at: Place | None = None
 
 
 class Refused(Exception):

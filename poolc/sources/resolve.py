@@ -80,6 +80,14 @@ def _read(obj: Pipeline, doc: Document) -> Found:
         return config
     if config is None:
         return code
+    if code.config_path_at is not None:
+        # zenml pipeline run --config is with_options(config_path=...) once more: ZenML keeps the
+        # last file's steps and the first's pipeline settings; poolc does not guess which the run means
+        code.diagnostics.append(doc.diagnostic(
+            d.C005, f"the code already names its run configuration (with_options(config_path=...) at "
+            f"{code.config_path_at.file}:{code.config_path_at.span[0]}); ZenML would keep only one of the two "
+            "for the steps: name one of them", ("spec", "source", "zenml_config")))
+        return code
     code.diagnostics.extend(config.diagnostics)
     code.pipeline_layers.extend(config.pipeline_layers)
     code.instance_type = config.instance_type or code.instance_type

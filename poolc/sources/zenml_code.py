@@ -742,6 +742,7 @@ def _read(code: Code, entry: Module, wanted: str, found: Found) -> None:
             found.instance_type = instance_type(code, option.module, settings) or found.instance_type
         if "config_path" in option.keywords:
             config = _config_file(code, option.module, option.keywords["config_path"])
+            found.config_path_at = _place(option.module, option.keywords["config_path"])
         for key in ("steps", "step_configurations"):
             if key in option.keywords:
                 step_updates.append((option, option.keywords[key]))
