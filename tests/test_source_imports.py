@@ -159,3 +159,24 @@ def test_a_config_path_in_code_and_a_zenml_config_in_spec_source_is_refused(tmp_
     found = [x for x in validate_paths([str(context), str(root / "p.yaml")]).diagnostics]
     assert len(found) == 1 and found[0].rule == "C005" and Path(found[0].file).name == "p.yaml", found
     assert "already names its run configuration" in found[0].message
+
+
+def test_star_imports_of_the_repository_are_followed_and_others_named(tmp_path: Path):
+    from poolc.sources import flyte
+
+    root = write(tmp_path, {
+        "steps.py": STEP + "\n__all__ = ['train']\n",
+        "pipe.py": PIPELINE.format(imports="from steps import *"),
+        "other.py": PIPELINE.format(imports="from company_steps import *"),
+        "tasks.py": "from flytekit import Resources, task\n\n\n@task(requests=Resources(gpu='1'))\n"
+                    "def fit() -> int:\n    return 1\n",
+        "wf.py": "from tasks import *\n",
+        "wf_out.py": "from company_tasks import *\n",
+    })
+    assert reading(root, "pipe.py") == ({"train": {"gpu_count": 2}}, [])
+    steps, problems = reading(root, "other.py")
+    assert steps == {} and problems[0].startswith("other.py:2:1: C006 train (called in pipeline 'training') comes "
+                                                  "from company_steps.* (as train)"), problems
+    assert list(flyte.read(str(root / "wf.py"), str(root)).steps) == ["fit"]
+    found = flyte.read(str(root / "wf_out.py"), str(root))
+    assert [x.rule for x in found.diagnostics] == ["C006"] and found.diagnostics[0].line == 1

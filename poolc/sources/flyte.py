@@ -497,11 +497,40 @@ def _outside_task(tasks: _Tasks, entry: Module, name: str, workflow: str) -> Non
             "repository: poolc reads only the repository's code and cannot tell whether it is a task"))
 
 
+def _star_tasks(tasks: _Tasks, entry: Module, statement: ast.ImportFrom) -> dict[str, _Task]:
+    """The tasks ``from x import *`` brings: those x exports (its literal ``__all__``, else
+    its public names), when x is in the repository; from outside it poolc cannot tell."""
+    found = tasks.project.find(entry, statement.module, statement.level)
+    if found.path is None:
+        if statement.level or (statement.module or "").split(".")[0] not in _NOT_TASKS:
+            raise Refused(entry.source.place(statement).diagnostic(
+                d.C006, f"from {'.' * statement.level}{statement.module or ''} import *: "
+                f"{found.problem or 'outside the repository'}; poolc cannot tell which tasks it brings"))
+        return {}
+    target = tasks.module(found.path, entry, statement)
+    if target is None:
+        return {}
+    declared = target.binding("__all__")
+    exported = [e.value for e in declared.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)] \
+        if isinstance(declared, ast.Assign) and isinstance(declared.value, (ast.List, ast.Tuple)) else \
+        [n for statement_ in target.source.tree.body for n in _bound_names(statement_) if not n.startswith("_")]
+    result = {}
+    for name in exported:
+        if entry.binding(name) is None:
+            task = tasks.named(target, name)
+            if task is not None:
+                result[name] = task
+    return result
+
+
 def _read(tasks: _Tasks, entry: Module, found: Found) -> None:
     names: dict[str, _Task] = {}
     for statement in entry.source.tree.body:
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             tasks.made(entry, statement.value)     # a map task made and dropped is still refused
+        if isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names):
+            names.update(_star_tasks(tasks, entry, statement))
+            continue
         bound = [n for n in _bound_names(statement) if entry.binding(n) is statement]
         for name in bound:
             task = tasks.named(entry, name)

@@ -20,6 +20,7 @@ dynamic pipeline, an import poolc cannot follow into the repository.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import sys
 from dataclasses import dataclass, field
@@ -115,6 +116,18 @@ class Other:
 Symbol = ZenObject | Other
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _exported(module: Module, name: str) -> bool:
+    """Whether ``from module import *`` brings ``name``: its literal ``__all__``, else every
+    public name."""
+    declared = module.binding("__all__")
+    if isinstance(declared, ast.Assign) and isinstance(declared.value, (ast.List, ast.Tuple)):
+        return any(isinstance(e, ast.Constant) and e.value == name for e in declared.value.elts)
+    return not name.startswith("_")
+
+
 def _place(module: Module, node: ast.AST) -> Place:
     return module.source.place(node)
 
@@ -162,7 +175,7 @@ class Code:
             return Other("rebound", module, module.bindings[name][-1], name)
         node = module.binding(name)
         if node is None:
-            return Other("unbound", module, None, name)
+            return self._star(module, name)
         self._depth += 1
         try:
             if self._depth > 64:
@@ -190,6 +203,24 @@ class Code:
         if isinstance(node, ast.Import):
             return self._module_import(module, name, node)
         return Other("value", module, node, name)
+
+    def _star(self, module: Module, name: str) -> Symbol:
+        """A name no statement binds: one a ``from x import *`` may bring (from a module of
+        the repository, followed; from outside it, not known, unless a builtin)."""
+        for node in module.bindings.get("*", []):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            found = self.project.find(module, node.module, node.level)
+            if found.path is None:
+                if name not in _BUILTINS and (node.module or "").split(".")[0] not in _NOT_STEPS:
+                    return Other("external", module, node, f"{node.module}.* (as {name})")
+                continue
+            target = self.module(found.path, module, node)
+            if target is not None and _exported(target, name):
+                symbol = self.name(target, name)
+                if not (isinstance(symbol, Other) and symbol.why == "unbound"):
+                    return symbol
+        return Other("unbound", module, None, name)
 
     def _imported(self, module: Module, name: str, node: ast.ImportFrom) -> Symbol:
         alias = next(a for a in node.names if (a.asname or a.name) == name)
