@@ -295,10 +295,11 @@ class _Tasks:
             return None
         return found
 
-    def environment(self, module: Module, node: ast.expr) -> list[tuple[Module, list[ast.keyword], str]] | None:
+    def environment(self, module: Module, node: ast.expr, hops: int = 0
+                    ) -> list[tuple[Module, list[ast.keyword], str]] | None:
         """The calls that make the TaskEnvironment an expression names (``TaskEnvironment(...)``,
         then each ``clone_with(...)``), through imports of the repository."""
-        if not isinstance(node, ast.Name):
+        if not isinstance(node, ast.Name) or hops > 32:     # a circle of clones or imports
             return None
         binding = module.binding(node.id)
         if isinstance(binding, ast.Assign) and isinstance(binding.value, ast.Call) and \
@@ -306,14 +307,14 @@ class _Tasks:
             return [(module, binding.value.keywords, "environment")]
         if isinstance(binding, ast.Assign) and isinstance(binding.value, ast.Call) and \
                 isinstance(binding.value.func, ast.Attribute) and binding.value.func.attr == "clone_with":
-            base = self.environment(module, binding.value.func.value)
+            base = self.environment(module, binding.value.func.value, hops + 1)
             return [*base, (module, binding.value.keywords, "clone")] if base is not None else None
         if isinstance(binding, ast.ImportFrom):
             alias = next(a for a in binding.names if (a.asname or a.name) == node.id)
             found = self.project.find(module, binding.module, binding.level)
             target = self.module(found.path, module, binding) if found.path else None
             if target is not None:
-                return self.environment(target, ast.Name(id=alias.name))
+                return self.environment(target, ast.Name(id=alias.name), hops + 1)
         return None
 
     def decorated(self, module: Module, node: ast.FunctionDef | ast.AsyncFunctionDef) -> _Task | None:
@@ -406,9 +407,9 @@ def _settings(task: _Task, tasks: _Tasks, extra: list[tuple[Module, list[ast.key
 
 
 def _names(tasks: _Tasks) -> Any:
-    def bound(source: PySource, node: ast.Name) -> tuple[PySource, ast.expr] | None:
+    def bound(source: PySource, node: ast.Name, hops: int = 0) -> tuple[PySource, ast.expr] | None:
         module = tasks.project.by_source(source)
-        if module is None:
+        if module is None or hops > 32:     # a circle of imports
             return None
         binding = module.binding(node.id)
         if isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Name):
@@ -417,7 +418,7 @@ def _names(tasks: _Tasks) -> Any:
             alias = next(a for a in binding.names if (a.asname or a.name) == node.id)
             found = tasks.project.find(module, binding.module, binding.level)
             target = tasks.module(found.path) if found.path else None
-            return bound(target.source, ast.Name(id=alias.name)) if target is not None else None
+            return bound(target.source, ast.Name(id=alias.name), hops + 1) if target is not None else None
         return None
     return bound
 

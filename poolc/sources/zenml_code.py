@@ -144,6 +144,7 @@ class Code:
         self._depth = 0
         # each name resolved once: a pipeline of a thousand calls must not walk its module a thousand times
         self._names: dict[tuple[int, str, int | None], Symbol] = {}
+        self._resolving: set[tuple[int, str, int | None]] = set()
 
     # --- modules -------------------------------------------------------------------
     def module(self, path: str, importer: Module | None = None, at: ast.AST | None = None) -> Module | None:
@@ -167,7 +168,13 @@ class Code:
         ``configure`` calls on it)."""
         key = (id(module), name, before)
         if key not in self._names:
-            self._names[key] = self._name(module, name, before)
+            if key in self._resolving:          # a circle of imports (a star import of itself): no binding
+                return Other("unbound", module, None, name)
+            self._resolving.add(key)
+            try:
+                self._names[key] = self._name(module, name, before)
+            finally:
+                self._resolving.discard(key)
         return self._names[key]
 
     def _name(self, module: Module, name: str, before: int | None) -> Symbol:
@@ -366,9 +373,11 @@ def _names(code: Code) -> Any:
     return bound
 
 
-def _constant(code: Code, module: Module, name: str) -> tuple[Any, ast.expr] | None:
+def _constant(code: Code, module: Module, name: str, hops: int = 0) -> tuple[Any, ast.expr] | None:
     """The expression a module-level name is bound to once (through an import of the repository)."""
     node = module.binding(name)
+    if hops > 32:      # a circle of imports
+        return None
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return module.source, node.value
     if isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
@@ -377,7 +386,7 @@ def _constant(code: Code, module: Module, name: str) -> tuple[Any, ast.expr] | N
         alias = next(a for a in node.names if (a.asname or a.name) == name)
         found = code.project.find(module, node.module, node.level)
         target = code.module(found.path, module, node) if found.path is not None else None
-        return _constant(code, target, alias.name) if target is not None else None
+        return _constant(code, target, alias.name, hops + 1) if target is not None else None
     return None
 
 
