@@ -39,7 +39,8 @@ def outside(root: str, path: str) -> str | None:
     it must lie in ``root`` both as written and once every link is followed, and not in ``.git``."""
     absolute = os.path.abspath(path)
     if not _inside(os.path.abspath(root), absolute):
-        return "it is outside the repository (poolc reads only files of the repository the Pipeline is in)"
+        return ("it is outside the repository (poolc reads only files of the repository the Pipeline is in: the "
+                "nearest directory above it that holds .git, else the document's own directory)")
     parts = os.path.relpath(absolute, os.path.abspath(root)).split(os.sep)
     if ".git" in parts:
         return "it is inside .git, which holds no source code"
