@@ -180,3 +180,18 @@ def test_star_imports_of_the_repository_are_followed_and_others_named(tmp_path: 
     assert list(flyte.read(str(root / "wf.py"), str(root)).steps) == ["fit"]
     found = flyte.read(str(root / "wf_out.py"), str(root))
     assert [x.rule for x in found.diagnostics] == ["C006"] and found.diagnostics[0].line == 1
+
+
+def test_settings_bound_to_a_module_level_dict_of_another_module(tmp_path: Path):
+    root = write(tmp_path, {
+        "common.py": "from zenml.config import ResourceSettings\n\nGPU_SETTINGS = {'resources': "
+                     "ResourceSettings(gpu_count=4), 'docker': object()}\n",
+        "steps.py": "from zenml import step\n\nfrom common import GPU_SETTINGS\n\n\n@step(settings=GPU_SETTINGS)\n"
+                    "def train() -> int:\n    return 1\n",
+        "pipe.py": PIPELINE.format(imports="from steps import train"),
+    })
+    found = zenml_code.read(str(root / "pipe.py"), "training", str(root))
+    assert found.diagnostics == []
+    layer = found.steps["train"].layers[0]
+    assert layer.fields == {"gpu_count": 4}
+    assert (Path(layer.places[("gpu_count",)].file).name, layer.places[("gpu_count",)].span[0]) == ("common.py", 3)

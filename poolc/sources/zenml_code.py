@@ -390,8 +390,20 @@ def _constant(code: Code, module: Module, name: str, hops: int = 0) -> tuple[Any
     return None
 
 
+def _settings_dict(code: Code, module: Module, settings: ast.expr) -> tuple[Module, ast.expr]:
+    """A ``settings=`` argument, or the literal dict a module-level name of it is bound to
+    (``settings=COMMON``), with the module that dict is written in."""
+    if isinstance(settings, ast.Name):
+        bound = _constant(code, module, settings.id)
+        owner = code.project.by_source(bound[0]) if bound is not None else None
+        if bound is not None and owner is not None and isinstance(bound[1], ast.Dict):
+            return owner, bound[1]
+    return module, settings
+
+
 def resources_layer(code: Code, module: Module, settings: ast.expr) -> Layer | None:
     """The ResourceSettings of a ``settings=`` argument, or None when it has none."""
+    module, settings = _settings_dict(code, module, settings)
     if not isinstance(settings, ast.Dict):
         raise _refuse(module, settings, d.C003, f"settings={describe(settings)} is not a literal dict: write "
                       "settings={\"resources\": ResourceSettings(...)} in place")
@@ -427,6 +439,7 @@ SAGEMAKER_SETTINGS = ("zenml.integrations.aws.flavors.SagemakerStepOperatorSetti
 def instance_type(code: Code, module: Module, settings: ast.expr) -> tuple[str, Place] | None:
     """The instance_type of the SageMaker step operator settings in a ``settings=``
     dict (key ``step_operator``, ``step_operator.sagemaker`` or ``step_operator:<name>``)."""
+    module, settings = _settings_dict(code, module, settings)
     if not isinstance(settings, ast.Dict):
         return None
     found = None
