@@ -195,3 +195,14 @@ def test_settings_bound_to_a_module_level_dict_of_another_module(tmp_path: Path)
     layer = found.steps["train"].layers[0]
     assert layer.fields == {"gpu_count": 4}
     assert (Path(layer.places[("gpu_count",)].file).name, layer.places[("gpu_count",)].span[0]) == ("common.py", 3)
+
+
+def test_a_run_script_names_an_imported_pipeline_by_its_zenml_name(tmp_path: Path):
+    root = write(tmp_path, {
+        "steps.py": STEP,
+        "pipelines.py": "from zenml import pipeline\nfrom steps import train\n\n\n"
+                        "@pipeline(name='nightly')\ndef nightly_pipeline() -> None:\n    train()\n",
+        "run.py": "from pipelines import nightly_pipeline\n\nif __name__ == '__main__':\n    nightly_pipeline()\n",
+    })
+    found = zenml_code.read(str(root / "run.py"), "nightly", str(root))
+    assert found.diagnostics == [] and list(found.steps) == ["train"]

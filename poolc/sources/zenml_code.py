@@ -712,6 +712,16 @@ def _choose(code: Code, entry: Module, wanted: str) -> ZenObject | None:
             symbol = code.name(entry, node.name) if not entry.rebound(node.name) else None
             if isinstance(symbol, ZenObject) and symbol.kind == "pipeline" and symbol.name == wanted:
                 named.append(symbol)
+    if not named and wanted not in entry.bindings:     # a run script: a pipeline imported, named by ZenML name
+        for node in entry.source.tree.body:
+            for alias in node.names if isinstance(node, ast.ImportFrom) else []:
+                local = alias.asname or alias.name
+                try:
+                    symbol = code.name(entry, local) if local != "*" and not entry.rebound(local) else None
+                except Refused:
+                    continue      # reported if the pipeline calls it; not what is looked for here
+                if isinstance(symbol, ZenObject) and symbol.kind == "pipeline" and symbol.name == wanted:
+                    named.append(symbol)
     if len(named) == 1:
         return named[0]
     if len(named) > 1:
