@@ -133,7 +133,7 @@ BAD = [
      "    for _ in range(3):\n        a()\n",
      "training.py:6:5: error[C007] step 'a' is called in a loop"),
     ("zenml-code.yaml", "training.py", "from zenml import pipeline\n@pipeline\ndef other() -> None: ...\n",
-     "training.py:1:1: error[C004] no ZenML pipeline named 'training'"),
+     "zenml-code.yaml:6:43: error[C004] no ZenML pipeline named 'training' in "),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    step_operator: true\n",
      "run.yaml:3:20: error[C005] step_operator must name a step operator"),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    settings:\n      resources: {gpu_cont: 1}\n",

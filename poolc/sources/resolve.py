@@ -208,10 +208,21 @@ def _instance_problems(found: Found) -> None:
                                                    "type name such as 'ml.p4d.24xlarge'"))
 
 
+def _pipeline_named_here(found: Found, obj: Pipeline, doc: Document) -> None:
+    """A pipeline the code does not have is the poolc document's value: said at
+    ``spec.source.pipeline``, where the name is written (the file has no line for it)."""
+    for index, problem in enumerate(found.diagnostics):
+        if problem.rule == d.C004.id and problem.message.startswith("no ZenML pipeline named"):
+            message = problem.message.replace("in this file", f"in {problem.file}", 1).replace(
+                "pipelines here:", "its pipelines:", 1)
+            found.diagnostics[index] = doc.diagnostic(d.C004, message, ("spec", "source", "pipeline"))
+
+
 def resolve(obj: Pipeline, doc: Document) -> Resolved:
     """The Pipeline with the steps of its source, or None and the reasons."""
     found = _read(obj, doc)
     _named_here(found, obj, doc)
+    _pipeline_named_here(found, obj, doc)
     for layer in [*found.pipeline_layers, *(lay for s in found.steps.values() for lay in s.layers)]:
         _validated(layer, found)
     _instance_problems(found)

@@ -7,6 +7,12 @@ import difflib
 from collections.abc import Iterable
 
 
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name``, when one is close enough."""
+    close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(name: str, known: Iterable[str], what: str) -> str:
     """'; did you mean X?' for the closest known name, else a few of the known names."""
     names = sorted(set(known))

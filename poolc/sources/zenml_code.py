@@ -32,7 +32,7 @@ from .found import Found, FoundStep, Layer, Place, Refused, SubPath
 from .literals import LiteralReader, NotLiteral, describe
 from .modules import Module, Project
 from .paths import outside, repository_root
-from .suggest import did_you_mean
+from .suggest import closest, did_you_mean
 
 STEP = ("zenml.step", "zenml.steps.step", "zenml.steps.step_decorator.step")
 PIPELINE = ("zenml.pipeline", "zenml.pipelines.pipeline", "zenml.pipelines.pipeline_decorator.pipeline")
@@ -785,7 +785,7 @@ def _read(code: Code, entry: Module, wanted: str, found: Found) -> None:
         body = entry.source.tree.body
         raise Refused(entry.source.place(body[0] if body else entry.source.tree).diagnostic(
             d.C004, f"no ZenML pipeline named {wanted!r} in this file (pipelines here: {', '.join(known) or 'none'})"
-            f"{did_you_mean(wanted, known, 'pipelines') if known else ''}"))
+            f"{did_you_mean(wanted, known, 'pipelines') if closest(wanted, known) else ''}"))
     sites = _run_sites(entry, wanted) if wanted in entry.bindings else []
     if len(sites) > 1:
         raise _refuse(entry, sites[1], d.C007, f"pipeline {wanted!r} is configured in more than one place when the "
