@@ -135,6 +135,7 @@ class Lookup:
 
     path: str | None
     problem: str | None = None
+    leaves: bool = False     # found, but through a path that leaves the repository (refused, not "not there")
 
 
 class Project:
@@ -198,7 +199,7 @@ class Project:
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
             if os.path.lexists(candidate):
                 problem = outside(self.root, candidate)
-                return Lookup(None, problem) if problem else Lookup(candidate)
+                return Lookup(None, problem, leaves=True) if problem else Lookup(candidate)
         if parts and os.path.isdir(stem) and not outside(self.root, stem):
             return Lookup(stem)      # a namespace package (a directory without __init__.py)
         return None
@@ -212,7 +213,7 @@ class Project:
             for _ in range(level - 1):
                 base = os.path.dirname(base)
             if outside(self.root, base) is not None:
-                return Lookup(None, f"{'.' * level}{module or ''} goes above the repository root")
+                return Lookup(None, f"{'.' * level}{module or ''} goes above the repository root", leaves=True)
             found = self._candidate(base, parts)
             if found is None and not parts:
                 return Lookup(base)

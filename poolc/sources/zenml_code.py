@@ -234,7 +234,7 @@ class Code:
         dotted = f"{'.' * node.level}{node.module or ''}"
         found = self.project.find(module, node.module, node.level)
         if found.path is None:
-            if node.level == 0 and not (found.problem or "").startswith("it is"):
+            if node.level == 0 and not found.leaves:
                 return Other("external", module, node, f"{node.module}.{alias.name}")
             return Other("missing", module, node, found.problem or dotted)
         target = self.module(found.path, module, node)
@@ -254,7 +254,7 @@ class Code:
         dotted = alias.name if alias.asname else alias.name.split(".")[0]
         found = self.project.find(module, dotted, 0)
         if found.path is None:
-            if (found.problem or "").startswith("it is"):
+            if found.leaves:
                 return Other("missing", module, node, found.problem or dotted)
             return Other("external", module, node, dotted)
         return Other("module", module, node, name, target=self.module(found.path, module, node) or found.path)
