@@ -206,3 +206,21 @@ def test_a_run_script_names_an_imported_pipeline_by_its_zenml_name(tmp_path: Pat
     })
     found = zenml_code.read(str(root / "run.py"), "nightly", str(root))
     assert found.diagnostics == [] and list(found.steps) == ["train"]
+
+
+def test_flyte_tasks_made_by_calling_the_decorator(tmp_path: Path):
+    from poolc.sources import flyte
+
+    root = write(tmp_path, {
+        "tasks.py": "import flyte\nfrom flytekit import Resources, task\n\n"
+                    "env = flyte.TaskEnvironment(name='e', resources=flyte.Resources(cpu=2, memory='4Gi'))\n\n\n"
+                    "def prepare() -> int:\n    return 1\n\n\ndef fit() -> int:\n    return 1\n\n\n"
+                    "async def score() -> int:\n    return 1\n\n\n"
+                    "prepare_task = task(prepare)\nfit_task = task(requests=Resources(gpu='2'))(fit)\n"
+                    "score_task = env.task(score)\n",
+    })
+    found = flyte.read(str(root / "tasks.py"), str(root))
+    assert found.diagnostics == []
+    assert {name: step.layers[0].fields for name, step in found.steps.items()} == {
+        "prepare_task": {"preemptible": False}, "fit_task": {"gpu_count": 2, "preemptible": False},
+        "score_task": {"cpu_count": 2.0, "memory": "4Gi", "preemptible": False}}

@@ -360,17 +360,37 @@ class _Tasks:
             self._depth -= 1
 
     def made(self, module: Module, call: ast.Call) -> _Task | None:
-        """``t.override(...)`` of a task at module level (flyte 2): a task of its own."""
+        """A task a module-level call makes: ``t.override(...)`` (flyte 2), ``task(fn)``,
+        ``task(...)(fn)`` or ``env.task(fn)`` of a function of the module."""
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "override" and isinstance(func.value, ast.Name):
             base = self.named(module, func.value.id)
             if base is not None:
                 return base.more(module, call.keywords, "override")
+        if len(call.args) == 1 and isinstance(call.args[0], ast.Name):
+            function = module.binding(call.args[0].id)
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    self.decorated(module, function) is None:
+                # the call is the decorator: task(fn) / env.task(fn) take the call's keywords,
+                # task(...)(fn) the inner call's
+                decorator = func if isinstance(func, ast.Call) else \
+                    ast.copy_location(ast.Call(func=func, args=[], keywords=call.keywords), call)
+                made = self.decorated(module, _as_decorated(function, decorator))
+                if made is not None:
+                    return _Task(function, module, call, made.calls)
         if module.imports.qualified(func) in MAP_TASK:
             raise Refused(module.source.place(call).diagnostic(
                 d.C007, f"{describe(call)}: a map task runs as many copies as its inputs have items, decided at "
                 "run time; poolc cannot count them"))
         return None
+
+
+def _as_decorated(function: ast.FunctionDef | ast.AsyncFunctionDef, decorator: ast.expr
+                  ) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """``function`` as if ``decorator`` were its only decorator (for ``task(...)(fn)``)."""
+    copy = type(function)(name=function.name, args=function.args, body=function.body, decorator_list=[decorator],
+                          returns=function.returns, type_comment=None)
+    return ast.copy_location(copy, function)
 
 
 def _check_arguments(module: Module, keywords: list[ast.keyword], how: str) -> None:
