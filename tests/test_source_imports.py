@@ -224,3 +224,14 @@ def test_flyte_tasks_made_by_calling_the_decorator(tmp_path: Path):
     assert {name: step.layers[0].fields for name, step in found.steps.items()} == {
         "prepare_task": {"preemptible": False}, "fit_task": {"gpu_count": 2, "preemptible": False},
         "score_task": {"cpu_count": 2.0, "memory": "4Gi", "preemptible": False}}
+
+
+def test_a_flyte_task_defined_under_a_condition_is_refused(tmp_path: Path):
+    from poolc.sources import flyte
+
+    root = write(tmp_path, {
+        "tasks.py": "import os\n\nfrom flytekit import Resources, task\n\nif os.environ.get('GPU'):\n"
+                    "    @task(requests=Resources(gpu='8'))\n    def train() -> int:\n        return 1\n",
+    })
+    found = flyte.read(str(root / "tasks.py"), str(root))
+    assert [(x.rule, x.line) for x in found.diagnostics] == [("C007", 7)] and not found.steps

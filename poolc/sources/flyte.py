@@ -547,6 +547,14 @@ def _star_tasks(tasks: _Tasks, entry: Module, statement: ast.ImportFrom) -> dict
 def _read(tasks: _Tasks, entry: Module, found: Found) -> None:
     names: dict[str, _Task] = {}
     for statement in entry.source.tree.body:
+        if isinstance(statement, (ast.If, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith,
+                                  ast.Match)):
+            for node in ast.walk(statement):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        tasks.decorated(entry, node) is not None:
+                    raise Refused(entry.source.place(node).diagnostic(
+                        d.C007, f"task {node.name!r} is defined under a condition, a loop or a with block: whether "
+                        "(and how often) it exists is decided when the code runs; define it at module level"))
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             tasks.made(entry, statement.value)     # a map task made and dropped is still refused
         if isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names):
