@@ -235,3 +235,17 @@ def test_a_flyte_task_defined_under_a_condition_is_refused(tmp_path: Path):
     })
     found = flyte.read(str(root / "tasks.py"), str(root))
     assert [(x.rule, x.line) for x in found.diagnostics] == [("C007", 7)] and not found.steps
+
+
+def test_a_monorepo_package_and_a_src_layout_are_found(tmp_path: Path):
+    root = write(tmp_path, {
+        "projects/team/mlproj/__init__.py": "",
+        "projects/team/mlproj/steps.py": STEP,
+        "projects/team/mlproj/pipelines/__init__.py": "",
+        "projects/team/mlproj/pipelines/training.py": PIPELINE.format(imports="from mlproj.steps import train"),
+        "src/lib/__init__.py": "",
+        "src/lib/steps.py": STEP,
+        "flows/training.py": PIPELINE.format(imports="from lib.steps import train"),
+    })
+    assert reading(root, "projects/team/mlproj/pipelines/training.py") == ({"train": {"gpu_count": 2}}, [])
+    assert reading(root, "flows/training.py") == ({"train": {"gpu_count": 2}}, [])

@@ -3,8 +3,9 @@ parsed on first use and never imported or run.
 
 An absolute import (``from steps import train``) is searched where Python would find
 it when the pipeline runs: the directory of the file the source names (Python puts a
-script's directory first on ``sys.path``), the ZenML source root (the nearest
-directory holding ``.zen``) and the repository root. A relative import is resolved
+script's directory first on ``sys.path``), the directory above the package that file
+is in, the ZenML source root (the nearest directory holding ``.zen``), the repository
+root and its ``src/`` (a src-layout project is installed, so its packages import). A relative import is resolved
 against the importing file's package. Nothing outside the repository is ever read
 (``paths.outside``); a module that is not found is reported, never guessed.
 """
@@ -146,13 +147,23 @@ class Project:
         self.entry = entry
         self.search = [os.path.dirname(os.path.abspath(entry))]
         zen = self._zen_root(self.search[0])
-        for folder in (zen, self.root):
-            if folder and folder not in self.search:
+        src = os.path.join(self.root, "src")
+        for folder in (self._package_root(self.search[0]), zen, self.root, src if os.path.isdir(src) else None):
+            if folder and folder not in self.search and not outside(self.root, folder):
                 self.search.append(folder)
         self._modules: dict[str, Module | list[Diagnostic]] = {}
         self._bytes = 0
         self._relative = os.path.dirname(entry)    # how paths are shown: as the entry was named
         self._entry_abs = os.path.dirname(os.path.abspath(entry))
+
+    def _package_root(self, start: str) -> str | None:
+        """The directory above the package the entry is in (its topmost directory with
+        ``__init__.py``): where Python must look for the entry's own package by its name."""
+        folder, found = start, None
+        while os.path.isfile(os.path.join(folder, "__init__.py")) and not outside(self.root, os.path.dirname(folder)):
+            found = os.path.dirname(folder)
+            folder = found
+        return found
 
     def _zen_root(self, start: str) -> str | None:
         folder = start
