@@ -167,8 +167,14 @@ R009 = rule("R009", "warning", "ZenML 0.98 capacity class or selector (gpu_class
 
 C001 = rule("C001", "error", "a source file named in spec.source cannot be read (missing, not a regular file, "
             "too large, not UTF-8)", "sources")
-C002 = rule("C002", "error", "syntax error in a Python source file", "sources")
+C002 = rule("C002", "error", "syntax error in a Python source file or a run configuration (its line is not "
+            "quoted)", "sources")
 C003 = rule("C003", "error", "a resource value in Python source that is not a literal (poolc reads the code "
             "without running it)", "sources")
 C004 = rule("C004", "error", "the pipeline, step or task a source names is not there (or is there twice)", "sources")
-C005 = rule("C005", "error", "a run configuration or source value of the wrong shape", "sources")
+C005 = rule("C005", "error", "a run configuration or source value of the wrong shape, or one the library itself "
+            "refuses (an unknown argument or settings key, a quantity Kubernetes refuses)", "sources")
+C006 = rule("C006", "error", "a source path or import poolc cannot follow inside the repository (absolute, "
+            "above its root, a link out of it, .git, or a module that is not in it)", "sources")
+C007 = rule("C007", "error", "steps or their settings decided when the code runs (a factory, a conditional, "
+            "a loop, a helper, a dynamic workflow, an override built at run time)", "sources")

@@ -631,6 +631,11 @@ class Step(Shared):
     command: list[str] | None = Field(default=None, description=(
         "Container command as a list, e.g. [python, -m, train]; default: the image's entrypoint."))
     settings: Settings | None = Field(default=None, description="The step's own settings (settings.resources).")
+    instance_type: Annotated[str, StringConstraints(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9-]+$")] | None = Field(
+        default=None, description=(
+            "SageMaker step operators only: the instance type the step runs on (ZenML's "
+            "SagemakerStepOperatorSettings.instance_type). It must be in poolc's catalog (and the component's "
+            "instance_types); its GPUs, vCPUs and memory are the step's demand. Default: the smallest that fits."))
     submitted_at: Timestamp | None = Field(default=None, description=(
         "RFC 3339 time with a zone (2026-11-20T10:00:00Z): the step arrived then. Steps that set it arrive "
         "first, by time; see docs/format.md#arrival-order."))
@@ -643,16 +648,17 @@ class PipelineSource(Strict):
     model_config = ConfigDict(json_schema_extra=lambda schema, _: _source_schema(schema))
 
     zenml_config: NonEmpty | None = Field(default=None, description=(
-        "A ZenML run configuration YAML: settings.resources, steps.<step>.settings.resources and "
-        "steps.<step>.step_operator are read, every other key is ignored."))
+        "A ZenML run configuration YAML: settings.resources, steps.<step>.settings.resources, "
+        "steps.<step>.step_operator and the SageMaker step operator settings' instance_type are read; a settings "
+        "key ZenML refuses is an error, every other key is ignored."))
     python: NonEmpty | None = Field(default=None, description=(
         "A Python file with ZenML @step/@pipeline decorators, read without running it; needs pipeline."))
     pipeline: NonEmpty | None = Field(default=None, description=(
-        "The ZenML pipeline of the python file: its name, its function's name, or a module-level name bound "
-        "to <pipeline>.with_options(...)."))
+        "The ZenML pipeline of the python file: its name, its function's name, or a module-level name that "
+        "stands for it (<pipeline>.with_options(...), an alias of one, an import of the pipeline)."))
     flyte: NonEmpty | None = Field(default=None, description=(
         "A Python file with Flyte tasks (flytekit @task or flyte TaskEnvironment), read without running it; "
-        "each task is a step."))
+        "each task it holds (its own and those it imports from the repository) is a step."))
 
     @model_validator(mode="after")
     def _one_front_end(self) -> PipelineSource:

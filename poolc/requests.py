@@ -33,6 +33,7 @@ class StepRequest:
     preemptible: bool
     submitted_at: datetime | None
     entry: Entry[Pipeline]
+    instance_type: str | None = None   # a SageMaker instance type the step names (its demand is that instance)
 
     @property
     def gpu_product(self) -> str | None:
@@ -145,6 +146,22 @@ def _distinct(distinct: dict[str, tuple[ResourceSettings, dict[str, int]]],
     return found
 
 
+def _instance_demand(name: str, demand: dict[str, int]) -> dict[str, int]:
+    """A step that names its SageMaker instance takes all of it: its GPUs, vCPUs and
+    memory (other keys as the settings say). An unknown name leaves the demand (R006 says why)."""
+    from .domain.catalog import load_catalog
+
+    instance = next((t for t in load_catalog() if t.name == name), None)
+    if instance is None:
+        return demand
+    whole = {**demand, "mcpu": instance.vcpu * 1000, "memory_mb": instance.memory_mb}
+    if instance.gpu_count:
+        whole["gpu"] = instance.gpu_count
+    else:
+        whole.pop("gpu", None)
+    return dict(sorted(whole.items()))
+
+
 def build_requests(config: Config) -> list[StepRequest]:
     """Every step of every pipeline, in arrival order."""
     file_rank = {f: i for i, f in enumerate(config.files)}
@@ -166,6 +183,8 @@ def build_requests(config: Config) -> list[StepRequest]:
             if pair not in merged:
                 merged[pair] = _distinct(distinct, (own or ResourceSettings()).merged_fields(default))
             settings, demand = merged[pair]
+            if step.instance_type is not None:
+                demand = _instance_demand(step.instance_type, demand)
             found.append(StepRequest(
                 id=f"{pipeline.metadata.name}/{step_name}",
                 pipeline=pipeline.metadata.name,
@@ -176,6 +195,7 @@ def build_requests(config: Config) -> list[StepRequest]:
                 preemptible=settings.preemptible if settings.preemptible is not None else True,
                 submitted_at=parse_timestamp(step.submitted_at) if step.submitted_at else None,
                 entry=entry,
+                instance_type=step.instance_type,
             ))
     timed = sorted((r for r in found if r.submitted_at is not None), key=_submitted)
     return timed + [r for r in found if r.submitted_at is None]

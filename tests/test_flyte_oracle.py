@@ -28,6 +28,10 @@ CONTEXT = TESTS / "fixtures" / "context" / "platform.yaml"
 PYTHON = os.environ.get("POOLC_FLYTE_PYTHON", "")
 
 
+FLYTE_MODELS = {"nvidia-tesla-t4": "T4", "nvidia-tesla-a100": "A100-40GB", "nvidia-a100-80gb": "A100-80GB",
+                "nvidia-h100": "H100", "A100": "A100-40GB", "A100_80G": "A100-80GB", "H100": "H100", "T4": "T4"}
+
+
 def _flyte_available() -> bool:
     if not PYTHON or not Path(PYTHON).exists():
         return False
@@ -61,10 +65,9 @@ def test_flyte_tasks_read_statically_ask_what_flyte_asks(tmp_path: Path, capsys)
             expected["gpu"] = int(task["gpu"])
         disk = request.settings.disk
         model = task["gpu_model"]
-        same_model = (request.settings.gpu_type == model if model is None or not model.startswith("nvidia-")
-                      # flytekit's accelerator constants carry GKE device names (nvidia-tesla-t4);
-                      # poolc reads the constant's name (T4) as gpu_type
-                      else (request.settings.gpu_type or "").lower() in model)
+        # flytekit's constants carry GKE device names, flyte 2 its own: the poolc model each is
+        # (docs/format.md#flyte-accelerators), written here by hand
+        same_model = request.settings.gpu_type == FLYTE_MODELS.get(model, model)
         checks = (request.demand == dict(sorted(expected.items())), request.preemptible == task["interruptible"],
                   (parse_bytes(disk) if disk else None) == (int(Decimal(task["disk"])) if task["disk"] else None),
                   same_model)

@@ -23,7 +23,7 @@ FORMS = {"poolc.yaml": "written-out", "zenml-config.yaml": "from-run-config", "z
          "flyte.yaml": "from-flyte"}
 EXPECTED = [
     ("load_data", "team-k8s", {"mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
-    ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100"),
+    ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100-80GB"),
     ("evaluate", "team-gpu-op", {"gpu": 1, "mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
 ]
 
@@ -125,23 +125,36 @@ BAD = [
     ("zenml-code.yaml", "training.py", None, "zenml-code.yaml:6:20: error[C001] cannot read training.py"),
     ("zenml-code.yaml", "training.py", "@step(\ndef x(:\n", "training.py:2:1: error[C002] Python syntax error"),
     ("zenml-code.yaml", "training.py",
-     "from zenml import step, pipeline\nGPUS = 2\n@step(settings={'resources': {'gpu_count': GPUS}})\n"
+     "from zenml import step, pipeline\nGPUS = len('ab')\n@step(settings={'resources': {'gpu_count': GPUS}})\n"
      "def a() -> None: ...\n@pipeline\ndef training() -> None:\n    a()\n",
      "training.py:3:44: error[C003] GPUS is not a literal"),
     ("zenml-code.yaml", "training.py",
      "from zenml import step, pipeline\n@step\ndef a() -> None: ...\n@pipeline\ndef training() -> None:\n"
      "    for _ in range(3):\n        a()\n",
-     "training.py:6:5: error[C003] step 'a' is called in a loop"),
+     "training.py:6:5: error[C007] step 'a' is called in a loop"),
     ("zenml-code.yaml", "training.py", "from zenml import pipeline\n@pipeline\ndef other() -> None: ...\n",
-     "training.py:1:1: error[C004] no ZenML pipeline named 'training'"),
+     "zenml-code.yaml:6:43: error[C004] no ZenML pipeline named 'training' in "),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    step_operator: true\n",
      "run.yaml:3:20: error[C005] step_operator must name a step operator"),
     ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    settings:\n      resources: {gpu_cont: 1}\n",
      "run.yaml:4:19: error[S001] gpu_cont: Extra inputs are not permitted"),
     ("zenml-config.yaml", "run.yaml", "steps: [train]\n", "run.yaml:1:8: error[C005] steps must be a mapping"),
-    ("zenml-config.yaml", "run.yaml", "steps:\n  train: {x: 1\n", "run.yaml:3:1: error[Y002] YAML syntax error"),
+    ("zenml-config.yaml", "run.yaml", "steps:\n  train:\n    settings:\n      resource: {gpu_count: 1}\n",
+     "run.yaml:4:7: error[C005] settings key 'resource' is not one ZenML takes"),
+    ("zenml-code.yaml", "training.py",
+     "from zenml import step, pipeline\nfrom zenml.config import ResourceSettings\n"
+     "@step(settings={'resources': ResourceSettings(gpu_cont=1)})\n"
+     "def a() -> None: ...\n@pipeline\ndef training() -> None:\n    a()\n",
+     "training.py:3:47: error[S001] gpu_cont: Extra inputs are not permitted: ResourceSettings has no field "
+     "'gpu_cont'; did you mean 'gpu_count'?"),
+    ("zenml-code.yaml", "training.py",
+     "from zenml import step, pipeline\n@step(setings={'resources': {'gpu_count': 1}})\n"
+     "def a() -> None: ...\n@pipeline\ndef training() -> None:\n    a()\n",
+     "training.py:2:7: error[C005] setings= is not an argument of ZenML's step decorator (ZenML refuses it when the "
+     "module is imported); did you mean 'settings'?"),
+    ("zenml-config.yaml", "run.yaml", "steps:\n  train: {x: 1\n", "run.yaml:3:1: error[C002] YAML syntax error"),
     ("flyte.yaml", "tasks.py",
-     "from flytekit import task, Resources\nCPU = '2'\n@task(requests=Resources(cpu=CPU))\n"
+     "from flytekit import task, Resources\nCPU = str(2)\n@task(requests=Resources(cpu=CPU))\n"
      "def evaluate() -> None: ...\n",
      "tasks.py:3:30: error[C003] CPU is not a literal"),
     ("flyte.yaml", "tasks.py",
@@ -273,7 +286,8 @@ def test_the_examples_of_format_md_give_the_demands_it_states(tmp_path: Path):
                      ("evaluate", "team-gpu-op", {"gpu": 1, "mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True,
                       None)],
         "f": [("load_data", "team-k8s", {"mcpu": 2000, "memory_mb": 4000, "step_run": 1}, True, None),
-              ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False, "A100")],
+              ("train", "team-k8s", {"gpu": 2, "mcpu": 8000, "memory_mb": 34360, "step_run": 1}, False,
+               "A100-80GB")],
     }
     assert "`train` asks `gpu 2, mcpu 16000, memory_mb 34360`, not preemptible" in section
 
@@ -302,4 +316,4 @@ def test_gpu_class_in_a_decorator_is_a_warning_at_its_line_and_no_node_selector(
     assert [x.as_text()[:x.as_text().index("]") + 1] for x in result.diagnostics] == [
         f"{repo / 'training.py'}:14:73: warning[R009]"]
     train = next(r for r in build_requests(result.config) if r.step == "train")
-    assert (train.settings.gpu_type, train.gpu_product) == ("A100", "A100")   # from spec.steps, not gpu_class
+    assert (train.settings.gpu_type, train.gpu_product) == ("A100-80GB", "A100-80GB")   # spec.steps, not gpu_class

@@ -387,7 +387,8 @@ NOT_FROM_FILES: dict[str, str] = {
     "F001": "found by plan --forecast against its --horizon, not by validate: tests/test_forecast.py",
     "S007": "retired in v1.2 (ZenML 0.98 fields are accepted), never emitted",
     **{rule: "found in the Python or run-configuration file a Pipeline's spec.source names, which a YAML "
-       "fixture cannot hold: tests/test_sources.py" for rule in ("C001", "C002", "C003", "C004", "C005")},
+       "fixture cannot hold: tests/test_sources.py, tests/test_source_corpus.py, tests/test_source_paths.py"
+       for rule in ("C001", "C002", "C003", "C004", "C005", "C006", "C007")},
 }
 
 

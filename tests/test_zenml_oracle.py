@@ -137,6 +137,15 @@ def test_resource_settings_corpus_agrees_with_zenml(tmp_path: Path, capsys):
               f"({len(CORPUS)} inputs)")
     assert differences == []
     assert both >= 40
+    # written in ZenML code or a run configuration, poolc is as strict as ZenML: nothing
+    # ZenML refuses is read (poolc's own documents may say memory: 4Gi)
+    from poolc.sources.found import Found, Layer, Place
+    from poolc.sources.resolve import _validated
+
+    at = Place("code.py", (1, 1, 1, 1))
+    from_code_only = [fields for fields, answer in zip(CORPUS, answers, strict=True)
+                      if _validated(Layer(dict(fields), {}, at), Found()) and not answer["accepted"]]
+    assert from_code_only == []
 
 
 def poolc_steps(pipeline: str) -> dict[str, tuple[dict[str, int], bool]]:

@@ -220,12 +220,31 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
         yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key), request=source.id)
 
 
+def _named_instance_problem(name: str, gpu_type: str | None, component: object) -> str | None:
+    """Why a step's own instance_type cannot be used, or None."""
+    from ..domain.catalog import gpu_model_matches, load_catalog
+
+    if not isinstance(component, SageMakerComponent):
+        return (f"instance_type {name!r} is for a SageMaker step operator, and the step runs on "
+                f"{getattr(component, 'name', 'no SageMaker component')!r}")
+    instance = next((t for t in load_catalog() if t.name == name), None)
+    if instance is None:
+        return f"instance type {name!r} is not in poolc's SageMaker catalog (docs/instance-catalog.md)"
+    if component.instance_types and name not in component.instance_types:
+        return (f"instance type {name!r} is not one of {component.name!r}'s instance_types "
+                f"({', '.join(component.instance_types)})")
+    if gpu_type and not gpu_model_matches(gpu_type, instance):
+        return f"instance type {name!r} has no {gpu_type} GPUs ({instance.gpu_model or 'no GPUs'})"
+    return None
+
+
 @check(d.R006, d.K004)
 def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
     """R006 / K004: a step on a SageMaker step operator needs an instance type of the
     catalog (restricted to the component's allow-list) with enough vCPUs, memory and
     GPUs of its gpu_type."""
-    if not any(isinstance(c, SageMakerComponent) for c, _ in ctx.components.values()):
+    if not any(isinstance(c, SageMakerComponent) for c, _ in ctx.components.values()) and \
+            not any(r.instance_type for r in ctx.requests):
         return  # the catalog is not even read
     from ..domain.catalog import NoFit, choose_instance, unknown_instance_types
 
@@ -239,6 +258,13 @@ def sagemaker_fit(ctx: Context) -> Iterator[Diagnostic]:
                                            ("spec", "step_operators", index, "instance_types", position))
     for request in ctx.requests:
         component = ctx.components.get(request.requester or "", (None,))[0]
+        if request.instance_type is not None:
+            problem = _named_instance_problem(request.instance_type, request.settings.gpu_type, component)
+            if problem is not None:
+                yield request.entry.doc.diagnostic(d.R006, f"step {request.step!r}: {problem}",
+                                                   ("spec", "steps", request.step, "instance_type"),
+                                                   request=request.id)
+            continue
         if not isinstance(component, SageMakerComponent):
             continue
         choice = choose_instance(mcpu=request.demand.get("mcpu", 0), memory_mb=request.demand.get("memory_mb", 0),

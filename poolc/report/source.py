@@ -15,6 +15,8 @@ from collections.abc import Callable
 from poolc.diagnostics import Diagnostic
 from poolc.writer import read_regular
 
+UNQUOTED = ("C001", "C002")
+
 
 class Sources:
     """Lines of the files diagnostics point into, read on first use."""
@@ -31,7 +33,11 @@ class Sources:
         return self._lines[file]
 
     def snippet(self, diag: Diagnostic) -> str:
-        """Two lines (source, caret) ending in newlines, or "" when not available."""
+        """Two lines (source, caret) ending in newlines, or "" when not available. A
+        source file poolc cannot read or parse as code (C001, C002) is never quoted: it
+        may be any file a pull request named, and its line is no business of the log."""
+        if diag.rule in UNQUOTED:
+            return ""
         lines = self.lines(diag.file)
         if not lines or not 1 <= diag.line <= len(lines):
             return ""

@@ -35,6 +35,8 @@ class Layer:
     places: dict[SubPath, Place]
     at: Place
     keys: dict[SubPath, Place] = field(default_factory=dict)   # where each field's name is written
+    # written for ZenML (code or run configuration), so held to what ZenML accepts; False for Flyte's
+    zenml: bool = True
 
     def place(self, path: SubPath) -> Place:
         """The nearest written place of ``path`` (its parent's when it is not there)."""
@@ -54,6 +56,9 @@ class FoundStep:
     layers: list[Layer] = field(default_factory=list)
     step_operator: str | None = None
     step_operator_at: Place | None = None
+    # SageMaker step operator settings' instance_type, when the code or configuration names one
+    instance_type: str | None = None
+    instance_type_at: Place | None = None
 
 
 @dataclass
@@ -66,3 +71,15 @@ class Found:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # the run configuration only configures steps: it cannot say which steps exist
     knows_steps: bool = True
+    # the pipeline's SageMaker instance_type (every step's, unless the step names its own)
+    instance_type: tuple[str, Place] | None = None
+    # where the code names its own run configuration (with_options(config_path=...))
+    config_path_at: Place | None = None
+
+
+class Refused(Exception):
+    """What a reader cannot read, as the diagnostic that says so at its place."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic

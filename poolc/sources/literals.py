@@ -1,10 +1,13 @@
 """Literal Python values read from ``ast`` nodes, with the place of every part.
 
 Only what a reader can know without running the code counts: numbers, strings,
-booleans, dicts, lists and tuples of them, and calls of a few known constructors
-(``ResourceSettings(...)``, ``Resources(...)``) with such arguments. Anything else
-(a variable, an arithmetic expression, a function call) is NotLiteral, reported at
-its line and column."""
+booleans, dicts, lists and tuples of them, calls of a few known constructors
+(``ResourceSettings(...)``, ``Resources(...)``) with such arguments, a module-level
+name bound once to such a value (``NUM_GPUS = 4``; the front end says which names
+are), and arithmetic or f-strings over numbers and strings. Anything else (a
+variable of a function, a function call, a name bound twice) is NotLiteral, reported
+at its line and column. A value read through a name is placed where the name's
+literal is written: that is the line an engineer changes."""
 
 from __future__ import annotations
 
@@ -64,23 +67,116 @@ def describe(node: ast.AST) -> str:
 
 # A constructor poolc understands: (reader, node of the call, path) -> its value as plain data.
 CallReader = Callable[["LiteralReader", ast.Call, SubPath], Any]
+# A module-level name -> (the source it is written in, the expression bound to it), or
+# None when the name is not bound once at module level.
+NameReader = Callable[[PySource, ast.Name], "tuple[PySource, ast.expr] | None"]
+
+_ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a ** b,
+}
+# Literal arithmetic stays small: a 5,000-digit number or a 10**9-character string is not a demand.
+_MAX_NUMBER = 10 ** 30
+_MAX_TEXT = 4096
+_MAX_NAME_HOPS = 32
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class LiteralReader:
     """Reads literal values of one file, recording where every part stands."""
 
-    def __init__(self, source: PySource, imports: Imports, calls: Mapping[str, CallReader]) -> None:
-        self.source, self.imports, self.calls = source, imports, calls
+    def __init__(self, source: PySource, imports: Imports, calls: Mapping[str, CallReader],
+                 names: NameReader | None = None) -> None:
+        self.source, self.imports, self.calls, self.names = source, imports, calls, names
         self.places: dict[SubPath, Place] = {}
         self.keys: dict[SubPath, Place] = {}
+        self._hops = 0
+
+    def _through_name(self, node: ast.Name, path: SubPath) -> Any:
+        """The value of a module-level name bound once to a literal, placed where that literal is written."""
+        bound = self.names(self.source, node) if self.names is not None else None
+        if bound is None or self._hops >= _MAX_NAME_HOPS:
+            raise NotLiteral(node, f"{node.id} is not a literal: poolc reads this file without running it, so "
+                             "it reads a name only when it is bound once, at module level, to a literal")
+        saved, self.source = self.source, bound[0]
+        self._hops += 1
+        try:
+            return self.value(bound[1], path)
+        except NotLiteral as exc:
+            if exc.node is bound[1] or not isinstance(exc.node, ast.AST):
+                raise NotLiteral(node, f"{node.id} is not a literal: it is bound to {describe(bound[1])}, "
+                                 "which poolc cannot read without running the code") from None
+            raise NotLiteral(node, f"{node.id} is not a literal: {exc.message}") from None
+        finally:
+            self.source = saved
+            self._hops -= 1
+
+    def _scratch(self, node: ast.AST, path: SubPath) -> Any:
+        """An operand's value, without recording its place as the place of ``path``."""
+        places, keys = dict(self.places), dict(self.keys)
+        try:
+            return self.value(node, path)
+        finally:
+            self.places, self.keys = places, keys
+
+    def _arithmetic(self, node: ast.BinOp, path: SubPath) -> Any:
+        left, right = self._scratch(node.left, path), self._scratch(node.right, path)
+        operation = _ARITHMETIC.get(type(node.op))
+        numbers = _number(left) and _number(right)
+        texts = isinstance(left, str) and isinstance(right, str) and isinstance(node.op, ast.Add)
+        if operation is None or not (numbers or texts) or \
+                (isinstance(node.op, ast.Pow) and (not isinstance(right, int) or abs(right) > 64 or
+                                                    abs(left) > _MAX_NUMBER)):
+            raise NotLiteral(node, f"{describe(node)} is not literal arithmetic: poolc computes +, -, *, /, //, "
+                             "% and small powers of numbers, and + of strings")
+        try:
+            result = operation(left, right)
+        except (ArithmeticError, ValueError):
+            raise NotLiteral(node, f"{describe(node)} has no value (division by zero or overflow)") from None
+        if (numbers and abs(result) > _MAX_NUMBER) or (texts and len(result) > _MAX_TEXT):
+            raise NotLiteral(node, f"{describe(node)} is too large to be a demand")
+        return result
+
+    def _fstring(self, node: ast.JoinedStr, path: SubPath) -> str:
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                parts.append(part.value)
+                continue
+            if not (isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None):
+                raise NotLiteral(part, f"{describe(node)}: poolc reads f-strings of plain {{name}} fields only")
+            value = self._scratch(part.value, path)
+            if not (_number(value) or isinstance(value, str)):
+                raise NotLiteral(part, f"{describe(part.value)} in an f-string is not a number or a string")
+            parts.append(str(value))
+        text = "".join(parts)
+        if len(text) > _MAX_TEXT:
+            raise NotLiteral(node, f"{describe(node)} is too long to be a demand")
+        return text
 
     def value(self, node: ast.AST, path: SubPath) -> Any:
         self.places[path] = self.source.place(node)
+        if isinstance(node, ast.Name):
+            return self._through_name(node, path)
+        if isinstance(node, ast.BinOp):
+            result = self._arithmetic(node, path)
+            self.places[path] = self.source.place(node)
+            return result
+        if isinstance(node, ast.JoinedStr):
+            result = self._fstring(node, path)
+            self.places[path] = self.source.place(node)
+            return result
         if isinstance(node, ast.Constant) and not isinstance(node.value, (bytes, complex, type(...))):
             return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and \
-                isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
-            number = node.operand.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            number = self._scratch(node.operand, path)
+            if not _number(number):
+                raise NotLiteral(node, f"{describe(node)} is not a number")
+            self.places[path] = self.source.place(node)
             return -number if isinstance(node.op, ast.USub) else number
         if isinstance(node, ast.Dict):
             return self.mapping(node, path)

@@ -4,6 +4,7 @@ nodes in characters (``ast`` counts columns in UTF-8 bytes)."""
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 
 from .. import diagnostics as d
@@ -44,8 +45,10 @@ def parse(path: str) -> tuple[PySource | None, list[Diagnostic]]:
     except SyntaxError as exc:
         line = exc.lineno or 1
         col = exc.offset or 1
+        # the message without what it quotes of the file: a file that is no Python may be anything
+        message = re.sub(r"'[^'\n]{4,}'", "'...'", exc.msg or "invalid syntax")
         return None, [Place(path, (line, col, line, col)).diagnostic(
-            d.C002, f"Python syntax error: {exc.msg}; poolc reads this file to find the steps' resources")]
+            d.C002, f"Python syntax error: {message}; poolc reads this file to find the steps' resources")]
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, [Place(path, (1, 1, 1, 1)).diagnostic(d.C002, f"cannot parse this file: {exc}")]
     return PySource(path, text, tree), []

@@ -11,6 +11,30 @@ from typing import Any
 from .. import diagnostics as d
 from ..load import Document, load_plain
 from .found import Found, FoundStep, Layer, Place
+from .suggest import did_you_mean
+
+# settings keys ZenML 0.98 accepts: general settings and stack component types (with .flavor or :name)
+GENERAL_SETTINGS = ("resources", "deployment", "docker")
+COMPONENT_TYPES = ("alerter", "annotator", "artifact_store", "container_registry", "data_validator",
+                   "experiment_tracker", "feature_store", "image_builder", "log_store", "model_deployer",
+                   "orchestrator", "step_operator", "model_registry", "deployer", "sandbox")
+
+
+def is_settings_key(key: str) -> bool:
+    """Whether ZenML takes ``key`` in ``settings`` (it refuses the pipeline otherwise)."""
+    if key in GENERAL_SETTINGS:
+        return True
+    component = key.split(":", 1)[0].split(".", 1)[0]
+    return component in COMPONENT_TYPES
+
+
+def _settings_keys(doc: Document, path: tuple[str | int, ...], settings: dict[str, Any], found: Found) -> None:
+    for key in settings:
+        if not (isinstance(key, str) and is_settings_key(key)):
+            found.diagnostics.append(_place(doc, path + (key,), key=True).diagnostic(
+                d.C005, f"settings key {key!r} is not one ZenML takes ('Invalid setting key'); its keys are "
+                f"resources, docker, deployment or a stack component type"
+                f"{did_you_mean(str(key), GENERAL_SETTINGS, 'keys')}"))
 
 
 def _place(doc: Document, path: tuple[str | int, ...], *, key: bool = False) -> Place:
@@ -32,6 +56,16 @@ def _layer(doc: Document, path: tuple[str | int, ...], found: Found) -> Layer | 
     return Layer(dict(value), places, _place(doc, path, key=True), keys)
 
 
+def _instance_type(doc: Document, path: tuple[str | int, ...], settings: dict[str, Any]) -> tuple[str, Place] | None:
+    """``<settings>.step_operator[.sagemaker|:<name>].instance_type``, with its place."""
+    found = None
+    for key, value in settings.items():
+        if isinstance(key, str) and key.split(":", 1)[0] in ("step_operator", "step_operator.sagemaker") and \
+                isinstance(value, dict) and isinstance(value.get("instance_type"), str):
+            found = (value["instance_type"], _place(doc, path + (key, "instance_type")))
+    return found
+
+
 def _get(data: Any, path: tuple[str | int, ...]) -> Any:
     for part in path:
         data = data[part]
@@ -44,7 +78,8 @@ def read(path: str) -> Found:
     doc, problems = load_plain(path)
     if doc is None:
         found.diagnostics.extend(Place(x.file, (x.line, x.column, x.end_line, x.end_column)).diagnostic(
-            d.C001 if x.rule == "Y001" else d.RULES[x.rule], x.message) for x in problems)
+            d.C001 if x.rule == "Y001" else d.C002 if x.rule == "Y002" else d.RULES[x.rule], x.message)
+            for x in problems)
         return found
     data = doc.data
     if not isinstance(data, dict):
@@ -58,6 +93,9 @@ def read(path: str) -> Found:
         layer = _layer(doc, ("settings", "resources"), found)
         if layer is not None:
             found.pipeline_layers.append(layer)
+    if isinstance(settings, dict):
+        _settings_keys(doc, ("settings",), settings, found)
+        found.instance_type = _instance_type(doc, ("settings",), settings)
     steps = data.get("steps")
     if steps is None:
         return found
@@ -80,6 +118,11 @@ def read(path: str) -> Found:
             layer = _layer(doc, ("steps", name, "settings", "resources"), found)
             if layer is not None:
                 step.layers.append(layer)
+        if isinstance(step_settings, dict):
+            _settings_keys(doc, ("steps", name, "settings"), step_settings, found)
+            instance = _instance_type(doc, ("steps", name, "settings"), step_settings)
+            if instance is not None:
+                step.instance_type, step.instance_type_at = instance
         if "step_operator" in config:
             operator = config["step_operator"]
             where = _place(doc, ("steps", name, "step_operator"))

@@ -76,6 +76,8 @@ def training_job(ctx: TargetContext, request: StepRequest, component: SageMakerC
 
 
 def instance_for(request: StepRequest, component: SageMakerComponent) -> str | None:
+    if request.instance_type is not None:      # the step names it (validate checks it is in the catalog)
+        return request.instance_type
     choice = choose_instance(mcpu=request.demand.get("mcpu", 0), memory_mb=request.demand.get("memory_mb", 0),
                              gpu=request.demand.get("gpu", 0), gpu_type=request.settings.gpu_type,
                              allowed=component.instance_types)
