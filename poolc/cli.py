@@ -222,7 +222,7 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
 
 
 PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
-SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under kubernetes/queued/), and "
+SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under held/kubernetes/), and "
                "stop objects for the running work it preempts; all: every Job to Kueue, which then decides "
                "(read --strategy kueue); see docs/apply.md.")
 
