@@ -1,0 +1,203 @@
+"""The cluster in a box: `poolc cycle`, the one loop the README, docs/apply.md and the action
+run, against `kubectl` and `aws` stand-ins backed by real behaviour (tests/clusterbox/): the
+project's Kueue simulation holding objects as the API server would, scheduling after every
+object applied, and moto's SageMaker.
+
+Each cycle is followed by arrivals (new pipelines), completions (Workloads and training
+jobs finish) and the preemptions the next plan makes, and each cycle is checked:
+
+- the cluster runs exactly what the plan admitted: the admitted Workloads are the
+  Kubernetes steps the state holds after the cycle, and the InProgress training jobs
+  its SageMaker steps; Kueue itself preempted nothing;
+- it stopped only the plan's victims (the Workloads its stop objects name);
+- each training-job body was submitted once (one job per step allocation);
+- finished work never runs again;
+- importing the cluster's reports right after the cycle changes nothing in the state.
+
+The stand-ins read only the files poolc wrote; the checks read the state and the
+stand-ins' records, never poolc's plan objects.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "clusterbox"))
+
+from box import Box  # noqa: E402
+
+from poolc.state import STEP_LABEL, read_state  # noqa: E402
+from poolc.statecmd import import_cluster  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+POOLC = str(Path(sys.executable).parent / "poolc")
+# moto stamps training jobs with the real clock, and the cycle reads back the ones changed in
+# the last days: the cycles' clock (SOURCE_DATE_EPOCH) starts at this hour.
+START = int(time.time()) // 3600 * 3600
+INTERVAL = 600
+
+
+@pytest.fixture
+def box(tmp_path):
+    found = Box(tmp_path / "box", clock=START)
+    yield found
+    found.stop()
+
+
+def cycle(box: Box, work: Path, now: int, *extra: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([POOLC, "cycle", "config/", "--output-dir", "deploy", "--poll", "0", "--wait", "30", *extra],
+                          cwd=work, env=box.env(now), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{box.dump()}"
+    return done
+
+
+def _kubectl_json(box: Box, now: int, *args: str) -> dict:
+    done = subprocess.run(["kubectl", *args], env=box.env(now), capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def _steps_of_state(work: Path) -> dict[str, str]:
+    """Step id -> subject, of every allocation the state holds."""
+    state = read_state(str(work / "poolc.state.json"))
+    assert state.ok, state.diagnostics
+    return {a.metadata.labels[STEP_LABEL].replace(".", "/", 1): a.spec.subject for a in state.allocations
+            if STEP_LABEL in a.metadata.labels}
+
+
+class Checker:
+    """What the cycles did, across cycles: submissions, finished steps, stops."""
+
+    def __init__(self, box: Box, work: Path):
+        self.box, self.work = box, work
+        self.finished: set[str] = set()
+        self.created_jobs: set[str] = set()
+        self.training: dict[str, str] = {}   # training job name -> step
+
+    def after_cycle(self, now: int, log_before: int, stdout: str) -> dict:
+        box, work = self.box, self.work
+        cluster = box.cluster()
+        new_log = cluster.log[log_before:]
+        # Kueue preempted nothing: every victim was stopped by the plan's stop objects
+        assert not [e for e in new_log if e.startswith("preempt ")], (new_log, stdout)
+        stopped = {e.split(" ", 1)[1] for e in new_log if e.startswith("deactivate ")}
+        stop_files = {}
+        for path in (work / "deploy" / "kubernetes").glob("*/stop/*.workload.yaml"):
+            text = path.read_text()
+            name = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("  name:"))
+            namespace = next(line.split(":", 1)[1].strip() for line in text.splitlines()
+                             if line.startswith("  namespace:"))
+            stop_files[f"{namespace}/{name}"] = path
+        assert stopped <= set(stop_files), (stopped, stop_files)
+        # the cluster runs what the state (written from the plan) holds
+        held = _steps_of_state(work)
+        running = {}
+        for key, w in cluster.admitted().items():
+            labels = w["template"]["metadata"]["labels"]
+            step = f"{labels['poolc.dev/pipeline']}/{labels['poolc.dev/step']}"
+            assert step not in running, f"{step} runs twice: {running[step]} and {key}"
+            running[step] = key
+        in_progress = {}
+        for job in box.training_jobs():
+            env = getattr(job, "environment", None) or {}
+            step = f"{env.get('POOLC_PIPELINE')}/{env.get('POOLC_STEP')}"
+            if job.training_job_name not in self.training:
+                self.training[job.training_job_name] = step
+                assert step not in self.finished, f"finished step {step} was submitted again"
+            if job.training_job_status == "InProgress":
+                assert step not in in_progress, f"{step} submitted twice: {in_progress[step]}, {job.training_job_name}"
+                in_progress[step] = job.training_job_name
+        for entry in new_log:
+            if entry.startswith("create job "):
+                key = entry.split(" ", 2)[2]
+                job = next(o for o in cluster.objects.values()
+                           if o["kind"] == "Job" and f"{o['metadata']['namespace']}/{o['metadata']['name']}" == key)
+                labels = job["metadata"]["labels"]
+                step = f"{labels['poolc.dev/pipeline']}/{labels['poolc.dev/step']}"
+                assert step not in self.finished, f"finished step {step} was created again ({key})"
+        sagemaker_steps = {s for s in held if s in in_progress or s in self._sagemaker_steps()}
+        assert set(running) == set(held) - sagemaker_steps, (sorted(running), sorted(held), stdout, box.dump())
+        assert set(in_progress) == sagemaker_steps, (sorted(in_progress), sorted(sagemaker_steps))
+        # importing what the cluster reports now changes nothing
+        workloads = _kubectl_json(box, now, "get", "workloads.kueue.x-k8s.io", "-A", "-o", "json")
+        (work / "check-workloads.json").write_text(json.dumps(workloads))
+        jobs = [_aws_json(box, now, "describe-training-job", "--region", job.arn.split(":")[3],
+                          "--training-job-name", job.training_job_name) for job in box.training_jobs()]
+        (work / "check-training-jobs.json").write_text(json.dumps(jobs))
+        shutil.copy(work / "poolc.state.json", work / "check.state.json")
+        change = import_cluster([str(work / "config")], str(work / "check.state.json"),
+                                kueue=str(work / "check-workloads.json"),
+                                sagemaker=str(work / "check-training-jobs.json") if jobs else None, allow_empty=True)
+        assert change.ok, change.diagnostics
+        assert (change.added, change.removed) == ([], []), change
+        # the same allocations and finished steps; only start times and Workload names become the
+        # cluster's own (apply records the cycle's time for what it starts; Kueue names Workloads)
+        assert _without_start_times(work / "check.state.json") == _without_start_times(work / "poolc.state.json")
+        return {"running": running, "in_progress": in_progress, "stopped": stopped}
+
+    def _sagemaker_steps(self) -> set[str]:
+        return {json.loads(p.read_text())["Environment"]["POOLC_PIPELINE"] + "/"
+                + json.loads(p.read_text())["Environment"]["POOLC_STEP"]
+                for p in (self.work / "deploy" / "sagemaker").glob("*.json")}
+
+    def complete_some(self, rng: random.Random, share: float) -> None:
+        """Some running work finishes: Workloads and training jobs."""
+        cluster = self.box.cluster()
+        for key in sorted(cluster.admitted()):
+            if rng.random() < share:
+                labels = cluster.workloads[key]["template"]["metadata"]["labels"]
+                self.finished.add(f"{labels['poolc.dev/pipeline']}/{labels['poolc.dev/step']}")
+                cluster.finish(key)
+        cluster.save()
+        for job in sorted(self.box.training_jobs(), key=lambda j: j.training_job_name):
+            if job.training_job_status == "InProgress" and rng.random() < share:
+                self.finished.add(self.training[job.training_job_name])
+                self.box.finish_training_job(job.training_job_name)
+
+
+def _without_start_times(path: Path) -> dict:
+    state = json.loads(path.read_text())
+    for alloc in state.get("allocations", []):
+        alloc["spec"].pop("started_at", None)
+        alloc["spec"].pop("workload", None)
+    return state
+
+
+def _aws_json(box: Box, now: int, *args: str) -> dict:
+    done = subprocess.run(["aws", "sagemaker", *args, "--output", "json"], env=box.env(now),
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def run_cycles(box: Box, work: Path, arrivals: list[dict[str, str]], seed: int) -> list[dict]:
+    """One cycle per entry of ``arrivals`` (files to add before it), completions between."""
+    rng = random.Random(seed)
+    checker = Checker(box, work)
+    seen = []
+    for index, files in enumerate(arrivals):
+        now = START + index * INTERVAL
+        for relative, text in files.items():
+            (work / "config" / relative).parent.mkdir(parents=True, exist_ok=True)
+            (work / "config" / relative).write_text(text)
+        before = len(box.cluster().log)
+        done = cycle(box, work, now, *(["--allow-empty"] if index == 0 else []))
+        seen.append(checker.after_cycle(now, before, done.stdout))
+        checker.complete_some(rng, 0.3)
+    return seen
+
+
+def test_three_cycles_of_the_examples(box, tmp_path):
+    """examples/ (without state/: the cluster says what runs), then two arrivals."""
+    work = tmp_path / "work"
+    shutil.copytree(REPO / "examples", work / "config", ignore=shutil.ignore_patterns("state", "README.md"))
+    urgent = (REPO / "examples" / "pipelines" / "prod-training.yaml").read_text()
+    urgent = urgent.replace("name: prod-training", "name: prod-hotfix", 1)
+    seen = run_cycles(box, work, [{}, {"pipelines/prod-hotfix.yaml": urgent}, {}], seed=1)
+    assert seen[0]["running"] and seen[0]["in_progress"]
