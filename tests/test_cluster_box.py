@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep import blocks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "clusterbox"))
 
@@ -140,7 +142,8 @@ class Checker:
         # the same allocations and finished steps; only start times and Workload names become the
         # cluster's own (apply records the cycle's time for what it starts; Kueue names Workloads)
         assert _without_start_times(work / "check.state.json") == _without_start_times(work / "poolc.state.json")
-        return {"running": running, "in_progress": in_progress, "stopped": stopped}
+        waiting = len(list((work / "deploy" / "held").rglob("*.job.yaml")))
+        return {"running": running, "in_progress": in_progress, "stopped": stopped, "waiting": waiting}
 
     def _sagemaker_steps(self) -> set[str]:
         return {json.loads(p.read_text())["Environment"]["POOLC_PIPELINE"] + "/"
@@ -201,3 +204,131 @@ def test_three_cycles_of_the_examples(box, tmp_path):
     urgent = urgent.replace("name: prod-training", "name: prod-hotfix", 1)
     seen = run_cycles(box, work, [{}, {"pipelines/prod-hotfix.yaml": urgent}, {}], seed=1)
     assert seen[0]["running"] and seen[0]["in_progress"]
+
+
+# ------------------------------------------------------------------ random contended platforms
+
+def staged_platform(seed: int) -> list[dict[str, str]] | None:
+    """A random contended platform of tests/test_gate_replay.py, without its running Allocations
+    (the cluster says what runs), as three arrivals: the pools, policies and stacks with the
+    pipelines of two teams, then the third team's pipeline, then a second pipeline of one team.
+    None when the platform does not validate (a rejected step stops every cycle before it starts)."""
+    from test_gate_replay import random_platform
+
+    from poolc.validate import validate_paths
+
+    docs = [d for d in random_platform(seed).split("---\n") if d.strip() and "kind: Allocation" not in d]
+    pipelines = {d.split("name: ", 1)[1].split("}", 1)[0]: d for d in docs if "kind: Pipeline" in d}
+    rest = "---\n".join(d for d in docs if "kind: Pipeline" not in d)
+    teams = sorted(pipelines)
+    rng = random.Random(seed)
+    late, again = rng.choice(teams), rng.choice(teams)
+    second = pipelines[again].replace(f"name: {again}", f"name: {again}-more", 1)
+    # the late team arrives with its policies raised to priority 1000: the plan may preempt
+    # what the others borrow, so the cycles stop work as well as start it
+    raised = re.sub(rf"(metadata: {{name: {late}-p\d}}\nspec: {{subject: {late}-k8s, pool: p\d, priority: )\d+",
+                    r"\g<1>1000", rest)
+    stages = [{"platform.yaml": rest, **{f"pipelines/{t}.yaml": pipelines[t] for t in teams if t != late}},
+              {"platform.yaml": raised, f"pipelines/{late}.yaml": pipelines[late]},
+              {f"pipelines/{again}-more.yaml": second}]
+    return stages if _validates(stages, validate_paths) else None
+
+
+def _validates(stages: list[dict[str, str]], validate_paths) -> bool:   # type: ignore[no-untyped-def]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        for files in stages:
+            for relative, text in files.items():
+                (Path(scratch) / relative).parent.mkdir(parents=True, exist_ok=True)
+                (Path(scratch) / relative).write_text(text)
+            if not validate_paths([scratch]).ok:
+                return False
+    return True
+
+
+def _platforms(first: int, count: int) -> list[tuple[int, list[dict[str, str]]]]:
+    found, seed = [], first
+    while len(found) < count:
+        stages = staged_platform(seed)
+        if stages is not None:
+            found.append((seed, stages))
+        seed += 1
+    return found
+
+
+# 50 platforms in blocks of 5 (the first block in the edit loop); seeds are found in order from
+# 10,000 per block, skipping the ones that do not validate.
+@pytest.mark.parametrize("block", blocks(10))
+def test_random_contended_platforms_over_three_cycles(tmp_path, block):
+    stops = waited = 0
+    for seed, stages in _platforms(10_000 + 1_000 * block, 5):
+        box = Box(tmp_path / f"box{seed}", seed=seed, clock=START)
+        try:
+            work = tmp_path / f"work{seed}"
+            (work / "config").mkdir(parents=True)
+            seen = run_cycles(box, work, stages, seed=seed)
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from exc
+        finally:
+            box.stop()
+        stops += sum(len(s["stopped"]) for s in seen)
+        waited += any(s["waiting"] for s in seen)
+    print(f"block {block}: {waited} of 5 platforms held steps back, {stops} stops")
+    assert waited >= 3, "the block's platforms are not contended"
+
+
+# ------------------------------------------------------------------ the box has teeth
+
+def _displacing(work: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Two arrivals: hi (priority 100, 2 GPUs reserved) and lo (10) fill an 8-GPU pool; then hi
+    asks 4 more GPUs, which the plan takes from lo's borrowed 6 by stopping it."""
+    from test_kueue_replay import STACKS, pipeline, policy, pool
+
+    first = pool(8) + policy("hi", 100, "{gpu: 2}") + policy("lo", 10) + STACKS
+    return ({"platform.yaml": first, "hi.yaml": pipeline("hi", {"base": "{gpu_count: 2}"}).lstrip("-\n"),
+             "lo.yaml": pipeline("lo", {"big": "{gpu_count: 6}"}).lstrip("-\n")},
+            {"burst.yaml": pipeline("hi", {"burst": "{gpu_count: 4}"}).replace("name: hi}", "name: hi-burst}")
+             .lstrip("-\n")})
+
+
+def test_the_cycle_stops_before_it_admits(box, tmp_path):
+    work = tmp_path / "work"
+    (work / "config").mkdir(parents=True)
+    seen = run_cycles(box, work, list(_displacing(work)), seed=0)
+    assert seen[0]["running"].keys() == {"hi/base", "lo/big"}
+    # (hi/base may have finished between the cycles: the checker completes work at random)
+    assert seen[1]["stopped"] == {seen[0]["running"]["lo/big"]}
+    assert "hi-burst/burst" in seen[1]["running"] and "lo/big" not in seen[1]["running"]
+
+
+def test_the_old_per_namespace_order_lets_kueue_choose(tmp_path):
+    """The loop docs/apply.md had (each namespace's Jobs and stop objects together, namespaces
+    in name order) creates hi's new Job while lo's victim still holds its quota: Kueue
+    preempts by its own order, which the box records and the cycle's checks refuse."""
+    first, second = _displacing(tmp_path)
+    box = Box(tmp_path / "box", clock=START)
+    try:
+        work = tmp_path / "work"
+        (work / "config").mkdir(parents=True)
+        for relative, text in first.items():
+            (work / "config" / relative).write_text(text)
+        cycle(box, work, START, "--allow-empty")
+        for relative, text in second.items():
+            (work / "config" / relative).write_text(text)
+        env = box.env(START + INTERVAL)
+        workloads = subprocess.run(["kubectl", "get", "workloads.kueue.x-k8s.io", "-A", "-o", "json"], env=env,
+                                   capture_output=True, text=True, check=True).stdout
+        (work / "workloads.json").write_text(workloads)
+        for argv in (["state", "import", "config/", "--kueue", "workloads.json"],
+                     ["apply", "config/", "--output-dir", "deploy"]):
+            subprocess.run([POOLC, *argv], cwd=work, env=env, check=True, capture_output=True)
+        stops = sorted((work / "deploy" / "kubernetes").glob("*/stop/*.yaml"))
+        assert len(stops) == 1
+        before = len(box.cluster().log)
+        for namespace in sorted((work / "deploy" / "kubernetes").glob("ml-*")):
+            for file in sorted(namespace.rglob("*.yaml")):
+                subprocess.run(["kubectl", "apply", "-f", str(file)], env=env, check=True, capture_output=True)
+        assert any(e.startswith("preempt ") for e in box.cluster().log[before:]), box.dump()
+    finally:
+        box.stop()
