@@ -197,12 +197,18 @@ def run_cycles(box: Box, work: Path, arrivals: list[dict[str, str]], seed: int) 
 
 
 def test_three_cycles_of_the_examples(box, tmp_path):
-    """examples/ (without state/: the cluster says what runs), then two arrivals."""
+    """examples/ (without state/: the cluster says what runs), then production's pipelines
+    arrive again under new names (more than the pools hold: research's borrowed GPUs and
+    SageMaker's quota are contended), then one more research sweep."""
     work = tmp_path / "work"
     shutil.copytree(REPO / "examples", work / "config", ignore=shutil.ignore_patterns("state", "README.md"))
-    urgent = (REPO / "examples" / "pipelines" / "prod-training.yaml").read_text()
-    urgent = urgent.replace("name: prod-training", "name: prod-hotfix", 1)
-    seen = run_cycles(box, work, [{}, {"pipelines/prod-hotfix.yaml": urgent}, {}], seed=1)
+    pipelines = REPO / "examples" / "pipelines"
+    again = {f"pipelines/{name}-2.yaml": (pipelines / f"{name}.yaml").read_text().replace(
+        f"name: {name}", f"name: {name}-2", 1) for name in ("prod-training", "llm-finetune")}
+    sweep = {"pipelines/research-sweep-2.yaml": (pipelines / "research-sweep.yaml").read_text().replace(
+        "name: research-sweep", "name: research-sweep-2", 1)}
+    seen = run_cycles(box, work, [{}, again, sweep], seed=1)
+    print([{k: (len(v) if not isinstance(v, int) else v) for k, v in s.items()} for s in seen])
     assert seen[0]["running"] and seen[0]["in_progress"]
 
 
