@@ -606,12 +606,13 @@ def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strat
                            strategy=default_strategy(strategy, submit), submit=submit, run_id=run_id, tools=tools,
                            allow_empty=allow_empty, say=say)
     except CycleError as exc:
+        emit_diagnostics(exc.diagnostics, "text", True)
         click.echo(f"poolc: cycle stopped: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
     except StateLockError as exc:
         click.echo(f"poolc: cycle stopped: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
-    emit_diagnostics(result.diagnostics, "text", True)
+    emit_diagnostics(result.diagnostics, "text", False)   # warnings too: the plan's runtime notes among them
     sys.exit(EXIT_OK)
 
 

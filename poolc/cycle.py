@@ -53,7 +53,11 @@ RUN_ID = re.compile(r"^[A-Za-z0-9]{1,20}$")
 
 
 class CycleError(Exception):
-    """Why the cycle stopped; what it did before is in ``CycleResult.done``."""
+    """Why the cycle stopped, and the diagnostics that say where (what it did before was printed)."""
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
 @dataclass
@@ -253,8 +257,7 @@ def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strateg
         raise CycleError(f"run id {run!r}: 1-20 letters and digits (it goes into training job names)")
     validation = validate_paths(list(paths))
     if not validation.ok:
-        result.diagnostics = validation.diagnostics
-        raise CycleError("the configuration has errors; the cluster was not touched")
+        raise CycleError("the configuration has errors; the cluster was not touched", validation.diagnostics)
     regions = _sagemaker_regions(validation.config)
 
     # 1. observe
@@ -269,7 +272,7 @@ def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strateg
                               allow_empty=allow_empty)
     result.diagnostics = list(imported.diagnostics)
     if not imported.ok:
-        raise CycleError(f"state import: {imported.refused}")
+        raise CycleError(f"state import: {imported.refused}", imported.diagnostics)
     did(f"observed: {len(workloads.get('items', []))} workload(s), {len(training_jobs)} training job(s); "
         f"{len(imported.finished)} step(s) finished since the last cycle")
     steps_of = _steps_of_allocations(state_file, (r.id for r in validation.requests))
@@ -283,7 +286,7 @@ def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strateg
     applied = apply_paths(list(paths), output_dir, state_file=state_file, strategy=strategy, submit=submit)
     result.diagnostics += applied.diagnostics
     if not applied.ok or applied.plan is None:
-        raise CycleError(f"apply: {applied.refused}")
+        raise CycleError(f"apply: {applied.refused}", applied.diagnostics)
     plan = applied.plan
     did(f"applied: {sum(r.status == 'allocated' for r in plan.requests)} allocated, "
         f"{sum(r.status == 'queued' for r in plan.requests)} queued, {len(plan.preempted)} preempted")

@@ -4,6 +4,7 @@
     aws sagemaker describe-training-job --region R --training-job-name N --output json
     aws sagemaker create-training-job --region R --cli-input-json file://BODY
     aws sagemaker stop-training-job --region R --training-job-name N
+    aws s3 cp SOURCE DESTINATION              (one object, either way: where the docs keep the state)
 
 Each is one boto3 call (paginated for the list) against moto; output is JSON with
 timestamps as ISO 8601 strings, and a service error is printed as the AWS CLI prints
@@ -36,7 +37,33 @@ def _print(data: Any) -> None:
     print(json.dumps(data, indent=2, default=lambda x: x.isoformat() if isinstance(x, datetime) else str(x)))
 
 
+def _s3_cp(source: str, destination: str) -> int:
+    from botocore.config import Config
+
+    client = boto3.client("s3", region_name="us-east-1", endpoint_url=os.environ["CLUSTERBOX_MOTO"],
+                          aws_access_key_id="box", aws_secret_access_key="box",
+                          config=Config(s3={"addressing_style": "path"}))
+    try:
+        if source.startswith("s3://") and not destination.startswith("s3://"):
+            bucket, _, key = source[5:].partition("/")
+            client.download_file(bucket, key, destination)
+            print(f"download: {source} to {destination}")
+        elif destination.startswith("s3://") and not source.startswith("s3://"):
+            bucket, _, key = destination[5:].partition("/")
+            client.upload_file(source, bucket, key)
+            print(f"upload: {source} to {destination}")
+        else:
+            return _unknown(["s3", "cp", source, destination])
+    except ClientError as exc:
+        print(f"fatal error: An error occurred ({exc.response.get('Error', {}).get('Code')}) when calling the "
+              f"{exc.operation_name} operation: {exc.response.get('Error', {}).get('Message')}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:2] == ["s3", "cp"] and len(argv) == 4:
+        return _s3_cp(argv[2], argv[3])
     if argv[:1] != ["sagemaker"] or len(argv) < 2:
         return _unknown(argv)
     try:

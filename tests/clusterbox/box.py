@@ -81,13 +81,17 @@ class Box:
         self.server.start()
         host, port = self.server.get_host_and_port()
         self.moto = f"http://{host}:{port}"
+        self._reset()
+
+    def _reset(self) -> None:
+        """moto's backends live in this process: no bucket or training job of another test."""
+        import urllib.request
+
+        urllib.request.urlopen(urllib.request.Request(f"{self.moto}/moto-api/reset", method="POST")).read()
 
     def stop(self) -> None:
+        self._reset()
         self.server.stop()
-        import moto.sagemaker.models as models
-        for backend in models.sagemaker_backends.values():
-            for region in list(backend):
-                backend[region].training_jobs.clear()
 
     def env(self, now: int) -> dict[str, str]:
         return {**os.environ, "PATH": f"{self.bin}{os.pathsep}{os.environ['PATH']}", "CLUSTERBOX": str(self.root),
