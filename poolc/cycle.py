@@ -11,7 +11,9 @@ cluster anything that could run out of turn:
    `RECENT_DAYS`), written beside the state; ``state import`` reads both.
 2. **Apply**: ``poolc apply`` (files and state, one transaction).
 3. **Stop**: the stop objects of every namespace, and ``stop-training-job`` for the
-   plan's SageMaker victims.
+   plan's SageMaker victims, tagged ``poolc:stopped=preempted`` first (the next
+   observation reads the tags of stopped jobs: a preempted step is planned again, a job
+   stopped by someone else is finished).
 4. **Wait** until the stopped Workloads, and those of the Jobs poolc no longer writes
    (deleted now), hold no quota: only then is there room for what the plan admits.
 5. **Admit**: the priority classes, the Kueue objects, then the admitted Jobs one
@@ -38,6 +40,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from .diagnostics import Diagnostic
+from .reports import PREEMPTED_TAG
 from .writer import write_atomic
 
 # Training jobs are read back this long after they last changed (a Job's TTL is 7 days):
@@ -124,7 +127,13 @@ def observe_training_jobs(tools: Tools, regions: Iterable[str], now: datetime,
                 continue
             described = _run([tools.aws, "sagemaker", "describe-training-job", "--region", region,
                               "--training-job-name", name, "--output", "json"], f"describing training job {name}")
-            found.append((region, _json(described, "aws sagemaker describe-training-job")))
+            job = _json(described, "aws sagemaker describe-training-job")
+            if job.get("TrainingJobStatus") in ("Stopping", "Stopped") and job.get("TrainingJobArn"):
+                # was it preempted by a plan (PREEMPTED_TAG) or stopped by someone? Only the tags say
+                tags = _run([tools.aws, "sagemaker", "list-tags", "--region", region, "--resource-arn",
+                             job["TrainingJobArn"], "--output", "json"], f"reading the tags of {name}")
+                job["Tags"] = _json(tags, "aws sagemaker list-tags").get("Tags", [])
+            found.append((region, job))
     return found
 
 
@@ -315,6 +324,9 @@ def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strateg
         if step not in running_jobs:
             continue
         region, job = running_jobs[step]
+        key, value = PREEMPTED_TAG
+        _run([tools.aws, "sagemaker", "add-tags", "--region", region, "--resource-arn", job["TrainingJobArn"],
+              "--tags", f"Key={key},Value={value}"], f"tagging training job {job['TrainingJobName']} as preempted")
         _run([tools.aws, "sagemaker", "stop-training-job", "--region", region,
               "--training-job-name", job["TrainingJobName"]], f"stopping training job {job['TrainingJobName']}")
         did(f"stopped: training job {job['TrainingJobName']} ({victim.id})")

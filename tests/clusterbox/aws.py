@@ -4,6 +4,8 @@
     aws sagemaker describe-training-job --region R --training-job-name N --output json
     aws sagemaker create-training-job --region R --cli-input-json file://BODY
     aws sagemaker stop-training-job --region R --training-job-name N
+    aws sagemaker add-tags --region R --resource-arn ARN --tags Key=K,Value=V
+    aws sagemaker list-tags --region R --resource-arn ARN --output json
     aws s3 cp SOURCE DESTINATION              (one object, either way: where the docs keep the state)
 
 Each is one boto3 call (paginated for the list) against moto; output is JSON with
@@ -85,6 +87,11 @@ def main(argv: list[str]) -> int:
             _print(client.describe_training_job(TrainingJobName=args["training-job-name"]))
         elif operation == "stop-training-job" and set(args) == {"training-job-name"}:
             client.stop_training_job(TrainingJobName=args["training-job-name"])
+        elif operation == "add-tags" and set(args) == {"resource-arn", "tags"}:
+            fields = dict(part.split("=", 1) for part in args["tags"].split(","))
+            client.add_tags(ResourceArn=args["resource-arn"], Tags=[{"Key": fields["Key"], "Value": fields["Value"]}])
+        elif operation == "list-tags" and set(args) == {"resource-arn"}:
+            _print(client.list_tags(ResourceArn=args["resource-arn"]))
         elif operation == "create-training-job" and set(args) == {"cli-input-json"}:
             body = json.loads(open(args["cli-input-json"].removeprefix("file://"), encoding="utf-8").read())
             _print(client.create_training_job(**body))
