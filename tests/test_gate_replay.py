@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
+from support import cli
 from sweep import blocks
 from test_kueue_replay import REPO, pipeline, policy, pool, running, statuses, write
 
@@ -323,3 +324,23 @@ def test_the_pull_request_comment_says_which_plan_to_read(tmp_path):
     assert notice in render_markdown(every)
     gate = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
     assert notice not in render_markdown(gate)
+
+
+def test_under_submit_all_the_commands_plan_what_they_write(tmp_path):
+    """`poolc plan --submit all` and `poolc apply --submit all` use the `kueue` strategy
+    unless told otherwise: the plan read is the plan of the Jobs written, and the
+    runtime check agrees with it."""
+    write(tmp_path, *SCENARIOS["several-policies-burst"](True))
+    state = str(tmp_path / "s.json")
+    planned = cli("plan", str(tmp_path), "--state", state, "--submit", "all", "--format", "json")
+    assert planned.exit_code in (0, 1), planned.output
+    data = json.loads(planned.stdout)
+    assert data["solver"]["strategy"] == "kueue" and data["runtime"]["agrees"]
+    applied = cli("apply", str(tmp_path), "--state", state, "--submit", "all", "--output-dir",
+                  str(tmp_path / "deploy"), "--format", "json")
+    assert applied.exit_code == 0, applied.output
+    allocated = {r["id"] for r in data["requests"] if r["status"] == "allocated"}
+    assert {r for r in json.loads(applied.stdout)["decided"]["allocated"]} == allocated
+    explicit = json.loads(cli("plan", str(tmp_path), "--state", state, "--submit", "all", "--strategy", "optimal",
+                              "--format", "json").stdout)
+    assert explicit["solver"]["strategy"] == "optimal"
