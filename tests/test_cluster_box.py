@@ -372,6 +372,7 @@ def _sagemaker_platform() -> tuple[dict[str, str], dict[str, str]]:
             {"hi-more.yaml": job("hi-more", "hi", {"more": False})})
 
 
+@pytest.mark.slow
 def test_a_sagemaker_victim_is_stopped_and_its_place_taken(box, tmp_path):
     work = tmp_path / "work"
     (work / "config").mkdir(parents=True)
@@ -404,3 +405,41 @@ def test_a_sagemaker_victim_is_stopped_and_its_place_taken(box, tmp_path):
             checker.finished.add("lo/spot")
             box.finish_training_job(seen["in_progress"]["lo/spot"])
     assert seen["in_progress"] == {} and len(box.training_jobs()) == 4
+
+
+@pytest.mark.slow
+def test_a_cycle_that_cannot_free_the_quota_admits_nothing(box, tmp_path):
+    """A victim that holds its quota past --wait stops the cycle (exit 1, one line) before
+    any Job is applied; the next cycle finds the victim gone and admits the plan's Job."""
+    work = tmp_path / "work"
+    (work / "config").mkdir(parents=True)
+    first, second = _displacing(work)
+    for relative, text in first.items():
+        (work / "config" / relative).write_text(text)
+    cycle(box, work, START, "--allow-empty")
+    for relative, text in second.items():
+        (work / "config" / relative).write_text(text)
+    before = len(box.cluster().log)
+    env = {**box.env(START + INTERVAL), "CLUSTERBOX_EVICTION_LOOKS": "3"}
+    done = subprocess.run([POOLC, "cycle", "config/", "--output-dir", "deploy", "--poll", "0", "--wait", "0"],
+                          cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + box.dump()
+    assert "poolc: cycle stopped: after 0s, 1 stopped workload(s) still hold quota" in done.stderr
+    log = box.cluster().log[before:]
+    assert [e for e in log if e.startswith("deactivate ")] and not [e for e in log if e.startswith("create job")]
+    checker = Checker(box, work)
+    done = cycle(box, work, START + 2 * INTERVAL)
+    assert any(e.startswith("create job ml-hi/hi-burst--burst") for e in box.cluster().log), box.dump()
+    seen = checker.after_cycle(START + 2 * INTERVAL, len(box.cluster().log), done.stdout)
+    assert "hi-burst/burst" in seen["running"] and "lo/big" not in seen["running"]
+
+
+def test_a_cycle_without_kubectl_says_so(box, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(REPO / "examples", work / "config", ignore=shutil.ignore_patterns("state", "README.md"))
+    env = {**box.env(START), "POOLC_KUBECTL": str(tmp_path / "no-kubectl")}
+    done = subprocess.run([POOLC, "cycle", "config/", "--output-dir", "deploy"], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"poolc: cycle stopped: observing Kueue: {tmp_path / 'no-kubectl'} is not on PATH\n"
+    assert not (work / "deploy").exists() and not (work / "poolc.state.json").exists()

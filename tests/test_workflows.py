@@ -264,6 +264,7 @@ def test_the_readme_workflows_run_to_the_end(platform):
     assert (work / "poolc.state.json").is_file()
 
 
+@pytest.mark.slow
 def test_the_commands_underneath_run_to_the_end(platform):
     box, work, temp = platform
     runner = Runner(box, work, temp, START)
@@ -278,6 +279,7 @@ def test_the_commands_underneath_run_to_the_end(platform):
     assert _admitted_steps(box)
 
 
+@pytest.mark.slow
 def test_apply_md_blocks_run_to_the_end(platform):
     """docs/apply.md's CI flow: the apply job's commands twice, then the pull request's."""
     box, work, temp = platform

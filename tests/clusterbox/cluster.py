@@ -17,11 +17,14 @@ Behaviour kept:
   object can change admissions before the next one lands, and Kueue may preempt
   admitted work (a preempted Workload is requeued, as Kueue does).
 - ``spec.active: false`` evicts a Workload, but its quota is released only after a few
-  looks at the Workloads (0-2, seeded): ``kubectl get workloads`` is how time passes.
-- ``delete job`` removes the Job and, by owner reference, its Workload.
+  looks at the Workloads (0-2, seeded; ``$CLUSTERBOX_EVICTION_LOOKS`` to fix it):
+  ``kubectl get workloads`` is how time passes.
+- ``delete job`` removes the Job and, by owner reference, its Workload, which keeps
+  its quota like an evicted one until its pods are gone.
 
 Simplified, because poolc never relies on it: no pods or nodes (an admitted Workload
-"runs"); deletion is immediate (no finalizers); an unmanaged Job (no queue label)
+"runs"); a deleted Job goes at once, its Workload when its quota is released (as an
+eviction); an unmanaged Job (no queue label)
 just runs; ``--prune``, ``-R``, server-side apply and field managers are not modelled
 (the cycle does not use them); a Workload being evicted that Kueue's simulation would
 preempt again stays evicting.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,29 +126,46 @@ class Cluster:
             found["active"] = False
             self.log.append(f"deactivate {key}")
             if found["state"] == "admitted":
-                found["state"] = "evicting"
-                found["evicting"] = random.Random(f"{self.seed}/{key}").randint(0, 2)
+                self._evict(key)
             found["evicted_reason"] = "Deactivated"
         return f"workload.kueue.x-k8s.io/{meta['name']} configured"
 
+    def _evict(self, key: str) -> None:
+        """An admitted Workload's pods stop: it keeps its quota for a few more looks."""
+        found = self.workloads[key]
+        found["state"] = "evicting"
+        found["evicting"] = int(os.environ.get("CLUSTERBOX_EVICTION_LOOKS", "-1"))
+        if found["evicting"] < 0:
+            found["evicting"] = random.Random(f"{self.seed}/{key}").randint(0, 2)
+
     def delete_job(self, namespace: str, name: str) -> bool:
+        """The Job goes at once; its Workload goes (by owner reference) when its pods are
+        gone: at once unless it holds quota, else after the looks an eviction takes."""
         key = f"Job/{namespace}/{name}"
         if self.objects.pop(key, None) is None:
             return False
         self.log.append(f"delete job {namespace}/{name}")
         for wkey in [k for k, w in self.workloads.items() if w["namespace"] == namespace and w["job"] == name]:
-            del self.workloads[wkey]
+            workload = self.workloads[wkey]
+            if workload["state"] == "admitted":
+                self._evict(wkey)
+            if workload["state"] == "evicting":
+                workload["deleting"] = True
+            else:
+                del self.workloads[wkey]
         self.schedule()
         return True
 
     def look(self) -> None:
         """A look at the Workloads: time passes for the ones being evicted."""
         released = False
-        for w in self.workloads.values():
+        for key, w in list(self.workloads.items()):
             if w["state"] == "evicting":
                 if w["evicting"] <= 0:
                     w["state"], w["cluster_queue"], w["admitted_at"] = "pending", None, None
                     released = True
+                    if w.get("deleting"):
+                        del self.workloads[key]
                 else:
                     w["evicting"] -= 1
         if released:
@@ -164,7 +185,8 @@ class Cluster:
                   if o["kind"] == "WorkloadPriorityClass"}
         items = []
         for key, w in self.workloads.items():
-            if w["finished_at"] or (not w["active"] and w["state"] != "evicting"):
+            if w["finished_at"] or (not w["active"] and w["state"] != "evicting") or (
+                    w.get("deleting") and w["state"] != "evicting"):
                 continue
             holding = w["state"] in ("admitted", "evicting")
             items.append(Workload(name=key, namespace=w["namespace"], queue_name=w["queue"],
@@ -225,6 +247,7 @@ class Cluster:
             w["last_queue"] = w["cluster_queue"]
         return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
                 "metadata": {"name": w["name"], "namespace": w["namespace"],
+                             **({"deletionTimestamp": w["created_at"]} if w.get("deleting") else {}),
                              "labels": {"kueue.x-k8s.io/job-uid": w["uid"], **w["labels"]},
                              "annotations": w["annotations"],
                              "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": w["job"],
