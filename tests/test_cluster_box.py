@@ -212,8 +212,8 @@ def test_three_cycles_of_the_examples(box, tmp_path):
     sweep = {"pipelines/research-sweep-2.yaml": (pipelines / "research-sweep.yaml").read_text().replace(
         "name: research-sweep", "name: research-sweep-2", 1)}
     seen = run_cycles(box, work, [{}, again, sweep], seed=1)
-    print([{k: (len(v) if not isinstance(v, int) else v) for k, v in s.items()} for s in seen])
     assert seen[0]["running"] and seen[0]["in_progress"]
+    assert seen[1]["waiting"] and seen[2]["waiting"]       # contended: the later cycles hold steps back
 
 
 # ------------------------------------------------------------------ random contended platforms
