@@ -230,7 +230,7 @@ def default_strategy(strategy: str | None, submit: str) -> str:
 
 SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under held/kubernetes/), and "
                "stop objects for the running work it preempts; all: every Job to Kueue, which then decides "
-               "(read --strategy kueue); see docs/apply.md.")
+               "(the strategy then defaults to kueue, the plan of what it writes); see docs/apply.md.")
 
 
 @main.command()
