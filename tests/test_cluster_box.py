@@ -98,6 +98,8 @@ class Checker:
                              if line.startswith("  namespace:"))
             stop_files[f"{namespace}/{name}"] = path
         assert stopped <= set(stop_files), (stopped, stop_files)
+        for key in set(stop_files) - stopped:   # every victim stopped: now, or by an earlier cycle, or gone
+            assert key not in cluster.workloads or not cluster.workloads[key]["active"], (key, stdout)
         # the cluster runs what the state (written from the plan) holds
         held = _steps_of_state(work)
         running = {}
