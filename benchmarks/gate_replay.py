@@ -107,8 +107,8 @@ def main() -> None:
             check = CHECK["cpu"]
             print(row("gate, optimal (default)", cpu, gate))
             stops = sum(1 for p in gate.files if "/stop/" in p)
-            queued = sum(1 for p in gate.files if p.startswith("kubernetes/queued/"))
-            print(f"  {'':38} stop objects {stops}, Jobs held back under kubernetes/queued/ {queued}")
+            queued = sum(1 for p in gate.files if p.startswith("held/kubernetes/"))
+            print(f"  {'':38} stop objects {stops}, Jobs held back under held/kubernetes/ {queued}")
             shares[size] = (check, cpu)
             print(f"  {'':38} solver {gate.plan.solver.status}, gap {gate.plan.solver.gap:g}")
             cpu, kueue = planned(directory, submit="all", strategy="kueue")

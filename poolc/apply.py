@@ -96,7 +96,7 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     """Plan, render and (unless ``check``) write; see the module docstring.
     ``now``: when the new allocations start (RFC 3339; default SOURCE_DATE_EPOCH,
     else the clock). ``submit``: "gate" (default: Jobs only for the steps the plan
-    allocates, queued ones under kubernetes/queued/, stop objects for its victims)
+    allocates, queued ones under held/kubernetes/, stop objects for its victims)
     or "all" (every Job to Kueue, which decides); a saved plan's own mode wins."""
     from .lock import state_lock
     from .state import DEFAULT_STATE

@@ -236,18 +236,25 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
 
 
 PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
-SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under kubernetes/queued/), and "
+def default_strategy(strategy: str | None, submit: str) -> str:
+    """The strategy a plan or apply uses: the one given, else ``kueue`` under ``--submit all``
+    (Kueue decides there, so that is the plan of the files written), else ``optimal``."""
+    return strategy or ("kueue" if submit == "all" else "optimal")
+
+
+SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones under held/kubernetes/), and "
                "stop objects for the running work it preempts; all: every Job to Kueue, which then decides "
-               "(read --strategy kueue); see docs/apply.md.")
+               "(the strategy then defaults to kueue, the plan of what it writes); see docs/apply.md.")
 
 
 @main.command()
 @paths_argument
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file with the running allocations (default: poolc.state.json here, as apply writes it).")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
-                   "reference reconciler, simulated; kueue: what Kueue will do with the generated objects.")
+                   "reference reconciler, simulated; kueue: what Kueue will do with the generated objects. "
+                   "Default: optimal; with --submit all, kueue (the plan of what the cluster will run).")
 @click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
               help=SUBMIT_HELP)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
@@ -271,7 +278,7 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @quiet_option
 @color_option
 @guarded
-def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: str, out_file: str | None,
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: str | None, submit: str, out_file: str | None,
          output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None,
          verbose: bool,
          forecast: bool, horizon: str, instance_prices: str | None, quiet: bool, no_color: bool) -> None:
@@ -287,6 +294,7 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: str, submit: 
     from .plan import BaseMismatch, InvalidConfiguration, plan_paths
     from .writer import write_atomic
 
+    strategy = default_strategy(strategy, submit)
     base, base_data = _read_base(base_file) if base_file else (None, None)
     horizon_seconds = _horizon(horizon) if forecast else 0
     started = time.perf_counter()
@@ -496,8 +504,9 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
               help="State file (default: poolc.state.json in the current directory).")
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
-              help="The planning strategy (a saved --plan names its own).")
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+              help="The planning strategy (a saved --plan names its own). Default: optimal; with --submit all, "
+                   "kueue, so the Jobs written are those of the plan that describes them.")
 @click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
               help=SUBMIT_HELP + " A saved --plan names its own.")
 @click.option("--now", help="Start time of the allocations this apply creates (RFC 3339; default "
@@ -506,8 +515,8 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 @format_option
 @quiet_option
 @guarded
-def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None, strategy: str,
-          submit: str, now: str | None, check: bool, fmt: str, quiet: bool) -> None:
+def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None,
+          strategy: str | None, submit: str, now: str | None, check: bool, fmt: str, quiet: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
@@ -515,6 +524,7 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     """
     import json
 
+    strategy = default_strategy(strategy, submit)
     from .apply import apply_paths
     from .lock import StateLockError
     from .transaction import JournalError
@@ -570,6 +580,59 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     if result.cleanup_error:
         click.echo(f"poolc: applied, but cleaning up failed ({_t(result.cleanup_error)}); the next apply "
                    "finishes it", err=True)
+    sys.exit(EXIT_OK)
+
+
+@main.command()
+@paths_argument
+@click.option("--output-dir", required=True, type=click.Path(file_okay=False),
+              help="Where apply writes the files (kept between cycles with the state).")
+@click.option("--state", "state_file", type=click.Path(dir_okay=False),
+              help="State file (default: poolc.state.json in the current directory).")
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+              help="As for apply. Default: optimal; with --submit all, kueue.")
+@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True, help=SUBMIT_HELP)
+@click.option("--run-id", help="Appended to the names of the training jobs this cycle submits (1-20 letters and "
+                               "digits; default c<the cycle's time in epoch seconds>).")
+@click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=300, show_default=True,
+              help="Seconds to wait for stopped work to free its quota before giving up (nothing is admitted then).")
+@click.option("--poll", "poll_seconds", type=click.FloatRange(min=0), default=2, show_default=True,
+              help="Seconds between two looks at the Workloads while waiting.")
+@click.option("--allow-empty", is_flag=True, help="As for state import: the cluster really runs nothing.")
+@guarded
+def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strategy: str | None, submit: str,
+          run_id: str | None, wait_seconds: float, poll_seconds: float, allow_empty: bool) -> None:
+    """One reconcile cycle: observe the cluster and SageMaker, import, apply, stop the
+    victims, wait for their quota, then hand over the Kueue objects, the admitted Jobs
+    (in arrival order) and each new training job once (docs/apply.md#the-reconcile-cycle).
+
+    Runs kubectl and aws from PATH. Exit 0 done; 1 when a step failed (the cluster was
+    given nothing that could run out of turn; the next cycle starts from what it reports).
+    """
+    import os
+
+    from .cycle import CycleError, Tools, run_cycle
+    from .lock import StateLockError
+    from .state import DEFAULT_STATE
+
+    tools = Tools(kubectl=os.environ.get("POOLC_KUBECTL", "kubectl"), aws=os.environ.get("POOLC_AWS", "aws"),
+                  poll_seconds=poll_seconds, wait_seconds=wait_seconds)
+
+    def say(line: str) -> None:
+        click.echo(_t(line))
+
+    try:
+        result = run_cycle(paths or (".",), output_dir, state_file=state_file or DEFAULT_STATE,
+                           strategy=default_strategy(strategy, submit), submit=submit, run_id=run_id, tools=tools,
+                           allow_empty=allow_empty, say=say)
+    except CycleError as exc:
+        emit_diagnostics(exc.diagnostics, "text", True)
+        click.echo(f"poolc: cycle stopped: {_t(exc)}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    except StateLockError as exc:
+        click.echo(f"poolc: cycle stopped: {_t(exc)}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    emit_diagnostics(result.diagnostics, "text", False)   # warnings too: the plan's runtime notes among them
     sys.exit(EXIT_OK)
 
 

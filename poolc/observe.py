@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from . import diagnostics as d
@@ -37,6 +38,7 @@ from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, 
 from .requests import StepRequest, step_inputs
 from .state import INPUTS_LABEL, STEP_LABEL, StateRead, format_time, new_allocation, state_dict
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Marks an allocation the import made for work poolc did not write (a foreign Workload).
 EXTERNAL_LABEL = "poolc.dev/external"
 POLICY_LABEL = "poolc.dev/policy"
@@ -103,7 +105,8 @@ def _queues(config: Config, components: Mapping[str, object]) -> dict[str, tuple
 def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
                   current: Mapping[str, str]) -> dict[str, Observation]:
     """The entry that speaks for each step: the running one, else a pending one, else a
-    finished one (one that ran the step's current inputs first). A step reported by
+    finished one (one that ran the step's current inputs first); of a step's training
+    jobs none of which runs, the latest (a preempted one is followed by its rerun). A step reported by
     both targets is an error; so is one running twice, unless exactly one of the two
     runs the current inputs (an old Job not yet deleted: a warning)."""
     by_step: dict[str, list[Observation]] = {}
@@ -128,6 +131,10 @@ def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
                                     "stop one of them, poolc does not guess which one the plan should count"))
                 continue
         pending = [x for x in found if x.status == PENDING]
+        if not running and found[0].kind == SAGEMAKER:
+            # a step's training jobs follow each other (a preempted one, then its rerun): the latest speaks
+            chosen[step] = max(found, key=lambda x: (x.started_at or _EPOCH, x.name))
+            continue
         chosen[step] = (running or pending or found)[0]
     return chosen
 

@@ -5,7 +5,8 @@ Two reports are understood (docs/cli.md#state-import):
 - Kueue Workloads, ``kubectl get workloads.kueue.x-k8s.io -A -o json`` (a List, or
   one Workload);
 - SageMaker training jobs, a JSON array of ``aws sagemaker describe-training-job``
-  outputs (or ``{"TrainingJobs": [...]}``).
+  outputs (or ``{"TrainingJobs": [...]}``); a stopped job tagged ``poolc:stopped=preempted``
+  (``Tags``, as ``poolc cycle`` adds them) was preempted by a plan and waits again.
 
 Reports come from tools and clusters poolc does not control, so every entry is
 validated: a malformed one (``spec: null``, ``podSets: 5``, a ``conditions``
@@ -43,6 +44,9 @@ MAX_COUNT = 10**6            # pods of one pod set
 LABEL_PREFIX = "poolc.dev/"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "poolc")
 SAGEMAKER_RUNNING = {"InProgress", "Stopping"}
+# `poolc cycle` tags a training job it stops for a plan (Key, Value) before it stops it: such a
+# job was preempted, not finished, and its step is planned again.
+PREEMPTED_TAG = ("poolc:stopped", "preempted")
 
 
 # --- timestamps ------------------------------------------------------------------
@@ -160,6 +164,11 @@ class Workload(_Report):
 
 # --- SageMaker -------------------------------------------------------------------
 
+class Tag(_Report):
+    Key: str
+    Value: str
+
+
 class TrainingJob(_Report):
     """The part of DescribeTrainingJob's output poolc reads (botocore's shape names
     the fields; the AWS CLI prints timestamps as strings)."""
@@ -170,6 +179,7 @@ class TrainingJob(_Report):
     TrainingStartTime: ReportTime | None = None
     TrainingEndTime: ReportTime | None = None
     Environment: dict[str, str] | None = None
+    Tags: list[Tag] | None = None     # not DescribeTrainingJob's: `poolc cycle` adds ListTags' answer
 
 
 # --- what a report says ----------------------------------------------------------
@@ -485,7 +495,9 @@ def _sagemaker(report: Report, data: Any, span_of: Any) -> None:
         pipeline, step = env.get("POOLC_PIPELINE"), env.get("POOLC_STEP")
         if not pipeline or not step:
             continue   # not a body poolc wrote: SageMaker work outside poolc's pools
-        status = RUNNING if job.TrainingJobStatus in SAGEMAKER_RUNNING else FINISHED
+        preempted = job.TrainingJobStatus in ("Stopping", "Stopped") and any(
+            (t.Key, t.Value) == PREEMPTED_TAG for t in job.Tags or [])
+        status = PENDING if preempted else RUNNING if job.TrainingJobStatus in SAGEMAKER_RUNNING else FINISHED
         report.observations.append(Observation(
             SAGEMAKER, report.file, where, span_of(path), job.TrainingJobName, status, step=f"{pipeline}/{step}",
             started_at=job.TrainingStartTime or job.CreationTime, pool=env.get("POOLC_POOL"),

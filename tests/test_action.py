@@ -29,7 +29,7 @@ ACTION = REPO / "action.yml"
 README = REPO / "README.md"
 # GitHub's runner starts a `shell: bash` step as this command
 BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
-STEPS_RUN = ("validate", "base", "plan", "comment", "result")    # setup-python and pip install are not run here
+STEPS_RUN = ("clock", "validate", "base", "plan", "comment", "result")   # the cache and pip install are not run here
 
 
 def _check_jsonschema(schema: str, *files: Path) -> subprocess.CompletedProcess:
@@ -46,13 +46,19 @@ def test_action_yml_is_a_valid_action():
     result = _check_jsonschema("vendor.github-actions", ACTION)
     assert result.returncode == 0, result.stdout + result.stderr
     action = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
-    assert set(action["inputs"]) == {"paths", "base", "state", "observed", "format", "forecast"}
+    assert set(action["inputs"]) == {"mode", "output-dir", "paths", "base", "state", "observed", "format",
+                                     "forecast"}
     assert action["runs"]["using"] == "composite"
     ids = [step.get("id") for step in action["runs"]["steps"]]
-    assert ids[1:] == ["install", *STEPS_RUN]
+    assert ids == [None, "install", "cycle", *STEPS_RUN]
+    assert action["runs"]["steps"][0]["uses"].startswith("actions/cache@")     # pip's cache, pinned by commit
     install = action["runs"]["steps"][1]
     assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"      # poolc from the action's own ref
     assert '"$ACTION_PATH[plan]"' in install["run"]
+    # nothing that changes the caller's job: its Python, its PATH, its environment
+    text = ACTION.read_text(encoding="utf-8")
+    assert "setup-python" not in text.replace("No setup-python here", "")
+    assert "GITHUB_PATH" not in text and "GITHUB_ENV" not in text
 
 
 def test_a_broken_action_fails_the_schema_check(tmp_path):
@@ -69,26 +75,33 @@ def test_the_readme_workflows_are_valid_workflows(title, tmp_path):
     result = _check_jsonschema("vendor.github-workflows", path)
     assert result.returncode == 0, result.stdout + result.stderr
     workflow = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    checkout = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1"
     if title == "Apply on merge":
         assert workflow["on"]["push"]["branches"] == ["main"]
+        assert workflow["permissions"] == {"contents": "read", "id-token": "write"}
         assert workflow["concurrency"] == {"group": "poolc-apply", "cancel-in-progress": False}
-        runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["apply"]["steps"])
-        assert "poolc state import config/ --kueue workloads.json\npoolc apply config/ --output-dir deploy/\n" in runs
+        steps = workflow["jobs"]["apply"]["steps"]
+        assert [step.get("uses") for step in steps] == [checkout, None, "your-org/poolc@COMMIT", None]
+        assert steps[2]["with"] == {"mode": "apply", "paths": "config/"}      # the cycle: poolc cycle
         return
     assert "pull_request" in workflow["on"]
-    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write", "id-token": "write"}
     assert workflow["concurrency"]["group"] == "poolc-plan-${{ github.event.pull_request.number }}"
     steps = workflow["jobs"]["plan"]["steps"]
-    assert [step.get("uses") for step in steps] == ["actions/checkout@v4", None, "your-org/poolc@v0.2.0"]
-    assert steps[1]["run"] == "kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json"
+    assert [step.get("uses") for step in steps] == [checkout, None, "your-org/poolc@COMMIT"]
+    assert "tar -xzf poolc.tar.gz poolc.state.json" in steps[1]["run"]     # the apply job's state
+    assert steps[1]["run"].endswith("kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json\n")
     assert steps[2]["with"] == {"paths": "config/", "observed": "workloads.json"}
 
 
-def test_the_readme_names_one_release_everywhere():
+def test_the_readme_pins_poolc_by_commit_everywhere():
+    """No tag the repository does not have: poolc is pinned by COMMIT (the SHA a team adopts)."""
     text = README.read_text(encoding="utf-8")
-    tags = set(re.findall(r"@(v\d+\.\d+\.\d+)", text)) | set(re.findall(r"rev: (v\d+\.\d+\.\d+)", text))
-    assert tags == {"v0.2.0"}
-    assert "pip install poolc\n" not in text
+    assert not re.findall(r"poolc@v\d|rev: v\d", text)
+    assert set(re.findall(r"your-org/poolc@(\S+?)[\"\s]", text)) == {"COMMIT"}
+    assert "rev: COMMIT" in text
+    for page in (README, REPO / "docs" / "apply.md"):
+        assert "pip install poolc\n" not in page.read_text(encoding="utf-8")
 
 
 # --- the action's shell steps, run ---------------------------------------------------
@@ -117,7 +130,9 @@ def run_action(tmp_path: Path, inputs: dict[str, str], *, pull_request: int | No
                     "github.event.pull_request.head.repo.full_name": head_repository if pull_request else ""})
     outputs: dict[str, dict[str, str]] = {}
     for step in action["runs"]["steps"]:
-        if step.get("id") not in STEPS_RUN:
+        if step.get("id") not in (*STEPS_RUN, "cycle"):
+            continue
+        if "if" in step and not _condition(step["if"], context):
             continue
         output_file = tmp_path / f"output-{step['id']}"
         output_file.write_text("", encoding="utf-8")
@@ -144,6 +159,13 @@ def run_action(tmp_path: Path, inputs: dict[str, str], *, pull_request: int | No
                     "summary": summary.read_text("utf-8") if summary.exists() else ""}
     return {"failed": None, "code": 0, "outputs": outputs,
             "summary": summary.read_text("utf-8") if summary.exists() else ""}
+
+
+def _condition(text: str, context: dict[str, str]) -> bool:
+    """The two conditions the action's steps use: ``inputs.X == 'v'`` and ``inputs.X != 'v'``."""
+    match = re.fullmatch(r"(inputs\.[\w-]+) (==|!=) '([^']*)'", text.strip())
+    assert match, f"a condition the test does not know: {text}"
+    return (context[match[1]] == match[3]) == (match[2] == "==")
 
 
 @pytest.fixture

@@ -93,7 +93,7 @@ def test_apply_writes_every_target_and_the_state(platform):
     assert result.exit_code == 0, result.output
     deploy = platform / "deploy"
     written = sorted(p.relative_to(deploy).as_posix() for p in deploy.rglob("*") if p.is_file())
-    assert {w.split("/")[0] for w in written} == {"kubernetes", "kueue", "sagemaker"}
+    assert {w.split("/")[0] for w in written} == {"held", "kubernetes", "kueue", "sagemaker"}
     for expected in ["kubernetes/priorityclasses.yaml", "kueue/datacenter-one.yaml", "kueue/cpu-batch.yaml",
                      REGISTER_JOB, "kubernetes/ml-research/research-sweep--summarize.job.yaml",
                      "sagemaker/llm-finetune--finetune.json"]:

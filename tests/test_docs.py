@@ -46,6 +46,9 @@ _BARE_PATH = re.compile(r"(?<![\w./<-])((?:\.\./)?[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_
                         r"(?:#[\w-]+)?)")
 # Backticked names of files that poolc or the user creates, not files of this repository.
 _NOT_REPOSITORY_FILES = {"poolc.state.json", "plan.json", "pyproject.toml",
+                         # the reports `poolc cycle` writes beside the state
+                         "poolc.state.json.workloads.json", "poolc.state.json.training-jobs.json",
+                         "FILE.workloads.json", "FILE.training-jobs.json",
                          # a file of another public repository, cited as a data source
                          "notebooks/10kGNAD/sagemaker/README.md"}
 _GENERATED_PREFIXES = ("deploy/", "DIR/", "kubernetes/", "kueue/", "sagemaker/", "config/", "out/",

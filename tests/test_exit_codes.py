@@ -1,7 +1,8 @@
 """Every exit code in the README's command table, run for real on the examples.
 
 (Interrupted applies, 130 and 143, are run by tests/test_kill.py; a held lock by
-tests/test_apply.py; an internal error, 3, by tests/test_cli.py's fault injection.)
+tests/test_apply.py; an internal error, 3, by tests/test_cli.py's fault injection; a
+cycle that is done, 0, or whose step failed, 1, by tests/test_cluster_box.py.)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ CASES = [
     ("apply invalid", [broken], ["apply", "examples", "--output-dir", "deploy"], 1),
     ("apply --check stale", [], ["apply", "examples", "--output-dir", "deploy", "--check"], 1),
     ("apply --check fresh", ["apply"], ["apply", "examples", "--output-dir", "deploy", "--check"], 0),
+    ("cycle invalid", [broken], ["cycle", "examples", "--output-dir", "deploy"], 1),
     ("show ok", ["planfile"], ["show", "plan.json"], 0),
     ("show unreadable", [], ["show", "missing.json"], 1),
     ("state list", ["apply"], ["state", "list"], 0),

@@ -1,7 +1,7 @@
 """Gate mode (the default): the cluster runs the plan.
 
 `apply` writes Jobs only for the steps the plan allocates (queued steps' Jobs under
-kubernetes/queued/), and a stop object for every running allocation the plan
+held/kubernetes/), and a stop object for every running allocation the plan
 preempts. Replaying exactly those files through Kueue's scheduler
 (poolc.kueuesim) must end where the plan says, on the example platform, on the
 scenarios of the Kueue mapping (tests/test_kueue_replay.py) and on a few hundred
@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
+from support import cli
 from sweep import blocks
 from test_kueue_replay import REPO, pipeline, policy, pool, running, statuses, write
 
@@ -68,16 +71,20 @@ def test_the_examples_in_gate_mode(tmp_path):
 
 
 def test_gate_mode_holds_queued_jobs_back(tmp_path):
-    """A queued step's Job goes to kubernetes/queued/<namespace>/, outside what
-    `kubectl apply -R -f kubernetes/<namespace>/` reads; an allocated one stays."""
+    """A queued step's Job goes to held/kubernetes/<namespace>/, outside what any
+    `kubectl apply -R -f kubernetes/` reads, under a name no admitted Job can have;
+    an allocated one stays."""
     write(tmp_path, pool(4), policy("a", 10), pipeline("a", {"one": "{gpu_count: 3}", "two": "{gpu_count: 3}"}))
     result = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json"))
     assert statuses(result.plan) == {"a/one": "allocated", "a/two": "queued"}
     jobs = sorted(p for p in result.files if p.endswith(".job.yaml"))
-    assert jobs == ["kubernetes/ml-a/a--one.job.yaml", "kubernetes/queued/ml-a/a--two.job.yaml"]
+    assert jobs == ["held/kubernetes/ml-a/a--two.job.yaml", "kubernetes/ml-a/a--one.job.yaml"]
     every = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json"), submit="all")
     assert sorted(p for p in every.files if p.endswith(".job.yaml")) == [
         "kubernetes/ml-a/a--one.job.yaml", "kubernetes/ml-a/a--two.job.yaml"]
+    held = YAML(typ="safe").load(result.files["held/kubernetes/ml-a/a--two.job.yaml"])["metadata"]["name"]
+    admitted = YAML(typ="safe").load(every.files["kubernetes/ml-a/a--two.job.yaml"])["metadata"]["name"]
+    assert re.fullmatch(r"a--two-[0-9a-f]{6}", admitted) and held == f"{admitted}-held"
 
 
 # ------------------------------------------------------------------ the mapping's scenarios
@@ -203,7 +210,7 @@ def test_apply_submit_modes_write_what_the_plan_says(tmp_path):
     out, state = tmp_path / "deploy", tmp_path / "poolc.state.json"
     result = apply_paths([str(tmp_path / "platform.yaml")], str(out), state_file=str(state), now=BASE)
     assert result.ok and result.written
-    assert (out / "kubernetes" / "queued" / "ml-hi" / "hi--wait.job.yaml").is_file()
+    assert (out / "held" / "kubernetes" / "ml-hi" / "hi--wait.job.yaml").is_file()
     assert not (out / "kubernetes" / "ml-hi" / "hi--wait.job.yaml").exists()
 
 
@@ -317,3 +324,23 @@ def test_the_pull_request_comment_says_which_plan_to_read(tmp_path):
     assert notice in render_markdown(every)
     gate = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
     assert notice not in render_markdown(gate)
+
+
+def test_under_submit_all_the_commands_plan_what_they_write(tmp_path):
+    """`poolc plan --submit all` and `poolc apply --submit all` use the `kueue` strategy
+    unless told otherwise: the plan read is the plan of the Jobs written, and the
+    runtime check agrees with it."""
+    write(tmp_path, *SCENARIOS["several-policies-burst"](True))
+    state = str(tmp_path / "s.json")
+    planned = cli("plan", str(tmp_path), "--state", state, "--submit", "all", "--format", "json")
+    assert planned.exit_code in (0, 1), planned.output
+    data = json.loads(planned.stdout)
+    assert data["solver"]["strategy"] == "kueue" and data["runtime"]["agrees"]
+    applied = cli("apply", str(tmp_path), "--state", state, "--submit", "all", "--output-dir",
+                  str(tmp_path / "deploy"), "--format", "json")
+    assert applied.exit_code == 0, applied.output
+    allocated = {r["id"] for r in data["requests"] if r["status"] == "allocated"}
+    assert {r for r in json.loads(applied.stdout)["decided"]["allocated"]} == allocated
+    explicit = json.loads(cli("plan", str(tmp_path), "--state", state, "--submit", "all", "--strategy", "optimal",
+                              "--format", "json").stdout)
+    assert explicit["solver"]["strategy"] == "optimal"

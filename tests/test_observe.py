@@ -328,3 +328,24 @@ def test_the_step_of_an_allocation_document_must_exist(platform):
                                              encoding="utf-8")
     result = cli("validate", "examples")
     assert result.exit_code == 1 and "pipeline 'no-such', which is not defined" in result.stdout
+
+
+def test_a_training_job_a_plan_preempted_waits_again_and_its_rerun_speaks_last(platform):
+    """`poolc cycle` tags a victim `poolc:stopped=preempted` before it stops it: that job is
+    pending (the step is planned again), not finished; once its rerun finishes, the
+    rerun, the later job, is what the step's state says."""
+    apply()
+    stopped = finished_job("llm-finetune--finetune", "Stopped")
+    stopped["Tags"] = [{"Key": "poolc:stopped", "Value": "preempted"}]
+    result = cli("state", "import", "examples", "--sagemaker", sagemaker_report([stopped]), "--allow-empty")
+    assert result.exit_code == 0, result.output
+    assert "finished: llm-finetune/finetune" not in result.stdout
+    assert "llm-finetune.finetune" not in state().get("finished", {})
+    assert "llm-finetune/finetune" in {r["id"] for r in plan_json()["requests"]}
+    rerun = finished_job("llm-finetune--finetune", "Completed")
+    rerun["TrainingJobName"] = "llm-finetune--finetune-c2"
+    rerun["CreationTime"] = rerun["TrainingStartTime"] = "2026-11-25T09:00:00Z"
+    rerun["TrainingEndTime"] = "2026-11-26T09:00:00Z"
+    result = cli("state", "import", "examples", "--sagemaker", sagemaker_report([stopped, rerun]), "--allow-empty")
+    assert result.exit_code == 0, result.output
+    assert "finished: llm-finetune/finetune" in result.stdout

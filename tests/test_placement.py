@@ -249,7 +249,8 @@ def test_generated_jobs_never_contradict_their_cluster_queue_flavors(tmp_path, m
               for o in objects if o["kind"] == "LocalQueue"}
     cq_flavors = {o["metadata"]["name"]: [f["name"] for g in o["spec"]["resourceGroups"] for f in g["flavors"]]
                   for o in objects if o["kind"] == "ClusterQueue"}
-    jobs = [o for f in sorted((out / "kubernetes").rglob("*.job.yaml")) for o in _yaml_objects(f)]
+    jobs = [o for folder in (out / "kubernetes", out / "held" / "kubernetes")   # held-back Jobs too (gate mode)
+            for f in sorted(folder.rglob("*.job.yaml")) for o in _yaml_objects(f)]
     assert len(jobs) == 7
     for job in jobs:
         pod = job["spec"]["template"]["spec"]

@@ -33,8 +33,10 @@ def apply():
 
 
 def jobs() -> list[dict]:
+    """Every Job apply wrote, held-back ones (gate mode's held/kubernetes/) included."""
     return [yaml.safe_load(p.read_text(encoding="utf-8"))
-            for p in sorted(Path("deploy/kubernetes").rglob("*.job.yaml"))]
+            for folder in ("deploy/kubernetes", "deploy/held/kubernetes")
+            for p in sorted(Path(folder).rglob("*.job.yaml"))]
 
 
 def workload(job: dict, *conditions: str) -> dict:

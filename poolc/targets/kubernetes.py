@@ -31,6 +31,13 @@ TTL_AFTER_FINISHED = 7 * 24 * 3600
 # The Job's name ends in this many hex digits of its spec: a Job's pod template is
 # immutable, so a changed step is a new Job (docs/targets.md#changing-and-rerunning-a-job).
 SPEC_DIGITS = 6
+# A held-back Job's name ends in this (no hex digit): it never equals the name of an
+# admitted Job, which ends in SPEC_DIGITS hex digits, so a held-back Job applied by
+# mistake can never be the running Job of its step (kubectl would leave that alone).
+HELD_SUFFIX = "-held"
+# Where gate mode puts the Jobs of the steps a plan queues: a top-level directory of
+# its own, beside kubernetes/, so no recursive apply of kubernetes/ reaches them.
+HELD_DIR = "held/kubernetes"
 GPU_RESOURCE = "nvidia.com/gpu"
 
 # poolc/ZenML unit spellings -> Kubernetes quantity suffixes ("4GB" is not valid there).
@@ -82,6 +89,12 @@ def versioned_name(name: str, spec: dict) -> str:
     creates a new Job instead of failing on the old one's immutable pod template."""
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return f"{short_name(name, MAX_NAME - SPEC_DIGITS - 1)}-{digest[:SPEC_DIGITS]}"
+
+
+def held_name(job: dict) -> str:
+    """The name a held-back Job carries: its admitted name with `HELD_SUFFIX`, cut to fit."""
+    name = job["metadata"]["name"]
+    return f"{name[:MAX_NAME - len(HELD_SUFFIX)].rstrip('-')}{HELD_SUFFIX}"
 
 
 def _resources(request: StepRequest) -> dict:
@@ -227,11 +240,16 @@ def jobs(ctx: TargetContext) -> dict[str, dict]:
     return found  # type: ignore[return-value]
 
 
+def is_held(ctx: TargetContext, request: StepRequest) -> bool:
+    """Gate mode holds back the Job of a step the plan queues: a later plan admits it."""
+    return ctx.submit == GATE and ctx.is_queued(request)
+
+
 def job_dir(ctx: TargetContext, request: StepRequest) -> str:
-    """Where a step's Job goes: ``kubernetes``, or in gate mode ``kubernetes/queued``
-    for a step the plan queues (never matched by ``kubectl apply -R -f
-    kubernetes/<namespace>/``: a queued step starts only when a later plan admits it)."""
-    return "kubernetes/queued" if ctx.submit == GATE and ctx.is_queued(request) else "kubernetes"
+    """Where a step's Job goes: ``kubernetes``, or in gate mode ``held/kubernetes`` for
+    a step the plan queues (never matched by any ``kubectl apply -R -f kubernetes/``:
+    a queued step starts only when a later plan admits it)."""
+    return HELD_DIR if is_held(ctx, request) else "kubernetes"
 
 
 def submitted_jobs(ctx: TargetContext) -> dict[str, dict]:
@@ -254,11 +272,14 @@ def job_paths(ctx: TargetContext) -> dict[str, str]:
 
 
 def render(ctx: TargetContext) -> dict[str, str]:
-    """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``."""
+    """``kubernetes/<namespace>/<pipeline>--<step>.job.yaml`` and ``kubernetes/priorityclasses.yaml``;
+    in gate mode ``held/kubernetes/<namespace>/...`` for the Jobs held back, named apart."""
     files: dict[str, str] = {}
     rendered = jobs(ctx)
     for request, component in _steps(ctx):
         job = rendered[request.id]
+        if is_held(ctx, request):
+            job = {**job, "metadata": {**job["metadata"], "name": held_name(job)}}
         sources = [request.entry.doc.file, ctx.component_file(component.name)]
         policy = ctx.policy_of(request)
         if policy is not None:

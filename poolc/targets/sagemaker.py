@@ -86,9 +86,9 @@ def instance_for(request: StepRequest, component: SageMakerComponent) -> str | N
 
 def render(ctx: TargetContext) -> dict[str, str]:
     """``sagemaker/<pipeline>--<step>.json`` per step on a SageMaker step operator
-    that the plan allocates, ``sagemaker/queued/<pipeline>--<step>.json`` per step
-    it queues: nothing in AWS enforces a pool, so the plan is the only gate, and a
-    CI job that submits ``sagemaker/*.json`` never submits a queued step. Rejected
+    that the plan allocates, ``held/sagemaker/<pipeline>--<step>.json`` per step it
+    queues: nothing in AWS enforces a pool, so the plan is the only gate, and a CI job
+    that submits ``sagemaker/*.json`` never submits a queued step. Rejected
     steps, steps without an image and steps no instance fits get no file (validate
     reports each of them as an error)."""
     files: dict[str, str] = {}
@@ -100,6 +100,6 @@ def render(ctx: TargetContext) -> dict[str, str]:
         if instance_type is None:
             continue
         body = training_job(ctx, request, component, instance_type)
-        folder = "sagemaker/queued" if ctx.is_queued(request) else "sagemaker"
+        folder = "held/sagemaker" if ctx.is_queued(request) else "sagemaker"
         files[f"{folder}/{request.pipeline}--{request.step}.json"] = json.dumps(body, indent=2, sort_keys=True) + "\n"
     return dict(sorted(files.items()))
