@@ -91,7 +91,9 @@ class _World:
     def __init__(self, problem: Problem, t0: datetime, replan: Replan, bound_classes: bool,
                  order: Mapping[str, int], requeue_unknown: bool, tiers_of_whole: bool) -> None:
         self.tiers_of_whole = tiers_of_whole             # replan(part, tiers_of=whole): the whole's tier list
-        self.eligible: dict[tuple, frozenset[str]] = {}  # class -> its pools in the whole platform
+        # class -> (its demand dict, its pools in the whole platform); the dict is kept so
+        # that its id, part of the key, is never reused by another demand
+        self.eligible: dict[tuple, tuple[Mapping[str, int], frozenset[str]]] = {}
         self.order = order                               # step id -> its place in the files (arrival order)
         self.requeue_unknown = requeue_unknown           # preempted work of no step waits again (Kueue)
         self.problem = problem
@@ -211,8 +213,9 @@ class _World:
         key = (request.requester, id(request.demand), request.preemptible, request.placement)
         found = self.eligible.get(key)
         if found is None:
-            found = self.eligible[key] = frozenset(q.pool for q in eligible_policies(self.problem, request)[0])
-        return found
+            found = self.eligible[key] = (request.demand,
+                                          frozenset(q.pool for q in eligible_policies(self.problem, request)[0]))
+        return found[1]
 
     def closure(self, pools: set[str]) -> set[str]:
         """Every pool of the independent parts that hold ``pools`` (planner/decompose.py:
