@@ -140,8 +140,30 @@ def _starts(rolled: Rolled, index: int, body: Any) -> Verdict:
         return Verdict(index, title, True, f"{body.step} runs from the start", (), "0")
     took, rid, words = worst
     measured = span(took) if took <= forecast.horizon else "never"
-    return Verdict(index, title, took <= bound, f"{rid} {words}", tuple(timeline(forecast, rid, arrived(rolled, rid))),
-                   measured)
+    since = arrived(rolled, rid)
+    lines = timeline(forecast, rid, since) + (ahead(forecast, rid, since) if took > bound else [])
+    return Verdict(index, title, took <= bound, f"{rid} {words}", _capped(lines, 20), measured)
+
+
+def ahead(forecast: Forecast, rid: str, since: int) -> list[str]:
+    """Why a run waited: the work that started on its pool while it waited (it took
+    the room first), or, when it never started, what holds the pools it waited for."""
+    mine = sorted(stretches(forecast, rid), key=lambda r: r.start)
+    if mine:
+        pool, start = mine[0].pool, mine[0].start
+        took = [r for r in forecast.schedule if r.pool == pool and r.id != rid and since <= r.start < start]
+        if not took:
+            return [f"meanwhile {pool} was full with work that started before it arrived"]
+        return [f"meanwhile on {pool}: {r.id} started {at(r.start)} ({r.holds.get('gpu', 0)} GPU"
+                f"{', re-admitted after a preemption' if _readmitted(forecast, r) else ''})" for r in took]
+    return ["it did not start: nothing that could make room for it ends within the horizon"
+            if any(s.outcome == "never" for s in waits(forecast, rid)) else
+            "it did not start before the horizon"]
+
+
+def _readmitted(forecast: Forecast, run: RunForecast) -> bool:
+    return any(r.id == run.id and r.preempted_at is not None and r.preempted_at <= run.start
+               for r in forecast.schedule)
 
 
 def _never_preempted(rolled: Rolled, index: int, body: Any) -> Verdict:
