@@ -201,7 +201,8 @@ def test_record_writes_a_scenario_that_holds(tmp_path):
 
 def test_bad_scenarios_are_positioned_diagnostics_and_no_scenario_runs():
     neg = REPO / "tests" / "fixtures"
-    result = cli("test", str(neg / "context" / "platform.yaml"), str(neg / "negative" / "e001-scenario-references.yaml"))
+    result = cli("test", str(neg / "context" / "platform.yaml"),
+                 str(neg / "negative" / "e001-scenario-references.yaml"))
     assert result.exit_code == 1
     assert "e001-scenario-references.yaml:24:29: error[E001] scenario 'typos' names step 'train/fi', which is not " \
            "in the inputs; did you mean 'train/fit'?" in result.stdout
