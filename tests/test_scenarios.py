@@ -134,7 +134,7 @@ def test_junit_reads_as_junit():
     failed = [c for c in cases if c.find("failure") is not None]
     expected_failed = [e for s in data["scenarios"] for e in s["expectations"] if not e["passed"]]
     assert len(cases) == int(root.get("tests")) == sum(len(s["expectations"]) for s in data["scenarios"])
-    assert len(failed) == int(root.get("failures")) == len(expected_failed) == 3
+    assert len(failed) == int(root.get("failures")) == len(expected_failed) > 0
     for suite in suites:
         assert int(suite.get("tests")) == len(suite.findall("testcase"))
         assert int(suite.get("failures")) == sum(1 for c in suite.findall("testcase") if c.find("failure") is not None)
@@ -150,7 +150,8 @@ def test_junit_reads_as_junit():
 def test_sarif_points_at_the_failed_expectation():
     log = json.loads(cli("test", EXAMPLES, "--strategy", "kueue", "--format", "sarif").stdout)
     results = log["runs"][0]["results"]
-    assert len(results) == 3
+    data = json.loads(cli("test", EXAMPLES, "--strategy", "kueue", "--format", "json").stdout)
+    assert len(results) == sum(1 for s in data["scenarios"] for e in s["expectations"] if not e["passed"]) > 0
     where = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].rsplit("/", 1)[-1],
               r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results}
     lines = (REPO / "examples" / "scenarios" / "04-sweeps-start-soon.yaml").read_text().splitlines()
@@ -163,12 +164,17 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
     base.write_text(cli("test", EXAMPLES, "--format", "json").stdout)
     shown = cli("test", EXAMPLES, "--strategy", "kueue", "--format", "markdown", "--base", str(base))
     assert shown.exit_code == 1
-    assert shown.stdout.startswith("### :x: This change breaks 3 scenario expectations\n\n")
+    data = json.loads(cli("test", EXAMPLES, "--strategy", "kueue", "--format", "json").stdout)
+    broken = sum(1 for s in data["scenarios"] for e in s["expectations"] if not e["passed"])
+    assert broken > 1
+    assert shown.stdout.startswith(f"### :x: This change breaks {broken} scenario expectations\n\n")
     assert ("- **sweeps-start-soon**: research-sweep/sweep_lr_03 no longer starts within 2 h: now "
             "research-sweep/sweep_lr_03 starts +3 h, 3 h after it arrived (was 1 h)") in shown.stdout
     same = cli("test", EXAMPLES, "--format", "markdown", "--base", str(base))
     assert same.exit_code == 0
-    assert same.stdout.startswith("No scenario expectation changes with this pull request (33 of 33 hold).")
+    assert same.stdout.startswith("No scenario expectation changes with this pull request (78 of 78 hold).")
+    assert ("- **dc1-busy**: pool datacenter-one: gpu utilisation at least 12% and at most 16% over 2 d: no longer "
+            "holds: now 17.8% of 16 gpu held on average (was 13.7%)") in shown.stdout
 
 
 def test_an_unreadable_base_is_said_and_ignored(tmp_path):

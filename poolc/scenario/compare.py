@@ -68,10 +68,11 @@ def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report
 
 
 def _no_longer(title: str) -> str:
-    """'prod/train starts within 2 h' -> 'prod/train no longer starts within 2 h'."""
-    for verb in (" starts within", " is never preempted", " is "):
+    """'prod/train starts within 2 h' -> 'prod/train no longer starts within 2 h';
+    any other expectation -> '<it>: no longer holds'."""
+    for verb in (" starts within ", " is never preempted", " is "):
         if verb in title:
             head, _, tail = title.partition(verb)
-            return f"{head} no longer{verb.replace(' is never', ' is never')}{tail}".replace(
-                "no longer is never", "is no longer never")
-    return f"no longer: {title}"
+            return f"{head} no longer {verb.strip()} {tail}".rstrip() if verb != " is never preempted" \
+                else f"{head} is no longer never preempted"
+    return f"{title}: no longer holds"
