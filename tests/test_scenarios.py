@@ -167,7 +167,7 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
     data = json.loads(cli("test", EXAMPLES, "--strategy", "kueue", "--format", "json").stdout)
     broken = sum(1 for s in data["scenarios"] for e in s["expectations"] if not e["passed"])
     assert broken > 1
-    assert shown.stdout.startswith(f"### :x: This change breaks {broken} scenario expectations\n\n")
+    assert shown.stdout.startswith(f"### This change breaks {broken} scenario expectations\n\n")
     assert ("- **sweeps-start-soon**: research-sweep/sweep_lr_03 no longer starts within 2 h: now "
             "research-sweep/sweep_lr_03 starts +3 h, 3 h after it arrived (was 1 h)") in shown.stdout
     same = cli("test", EXAMPLES, "--format", "markdown", "--base", str(base))

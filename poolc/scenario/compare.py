@@ -56,7 +56,7 @@ def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report
                 fixed.append(f"- **{escape.md_inert(o.name)}**: {escape.md_inert(v.title)} holds again")
     lines = []
     if broken:
-        lines += [f"### :x: This change breaks {len(broken)} scenario expectation{'s' if len(broken) > 1 else ''}",
+        lines += [f"### This change breaks {len(broken)} scenario expectation{'s' if len(broken) > 1 else ''}",
                   "", *broken, ""]
     if fixed:
         lines += [f"This change makes {len(fixed)} expectation{'s' if len(fixed) > 1 else ''} hold again:", "",
