@@ -229,3 +229,20 @@ def test_a_missing_state_file_is_said_at_the_scenario(tmp_path):
                                   ["--record", "x.yaml", "--horizon", "2w"]])
 def test_usage_errors_exit_2(args):
     assert cli("test", QUEUE, *args).exit_code == 2
+
+
+def test_a_stale_scenario_fails_the_check_but_never_holds_apply_back(tmp_path):
+    """A pull request removes a step a scenario names: validate, test and plan's exit
+    code say so at the scenario's line, and apply still applies."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    pipeline = tmp_path / "examples" / "pipelines" / "prod-training.yaml"
+    text = pipeline.read_text()
+    pipeline.write_text(text[:text.index("    register_model:")])
+    root = str(tmp_path / "examples")
+    assert cli("validate", root).exit_code == 1
+    tested = cli("test", root)
+    assert tested.exit_code == 1 and "12-cpu-batch-rush.yaml:39:21: error[E001]" in tested.stdout
+    planned = cli("plan", root, "--state", str(tmp_path / "none.json"))
+    assert planned.exit_code == 1 and "Plan: strategy optimal" in planned.stdout
+    applied = cli("apply", root, "--output-dir", str(tmp_path / "out"), "--state", str(tmp_path / "s.json"))
+    assert applied.exit_code == 0, applied.stdout + applied.stderr
