@@ -172,7 +172,7 @@ def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_o
 @click.option("--output-dir", type=click.Path(file_okay=False), help="Write the schema files here.")
 @guarded
 def schema(kind: str | None, output_dir: str | None) -> None:
-    """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, poolc).
+    """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, scenario, poolc).
 
     Without KIND, prints poolc.schema.json (any v1 document, dispatched on kind);
     --output-dir writes every schema file. The schemas are generated from the
