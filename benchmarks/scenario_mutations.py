@@ -15,7 +15,10 @@ scenario runs: validate caught it, the suite did not), and **missed** otherwise;
 missed mutation may change nothing the scenarios can see (an equivalent mutant).
 The share caught is counted over the mutations that validate. Beside it: the CPU
 seconds per scenario (process time of the whole run of the suite, divided by its
-scenarios; median over the mutations), and the machine's `uptime`.
+scenarios; median over the mutations), and the machine's `uptime`. A missed mutation
+is told apart by whether it moves any scenario's schedule: one that moves none is
+equivalent for these arrivals (no expectation could see it); one that moves some
+is a gap in the expectations.
 """
 
 from __future__ import annotations
@@ -166,6 +169,13 @@ def apply(mutation: Mutation, root: Path) -> None:
             yaml.dump_all(docs, stream)
 
 
+def schedules(report: object) -> list:
+    """Every scenario's schedule: what ran where and when (a mutation that changes none of
+    them is one no expectation of these scenarios could catch)."""
+    return [[(r.id, r.pool, r.start, r.end, r.preempted_at) for r in o.rolled.forecast.schedule]
+            if o.rolled.forecast is not None else None for o in report.outcomes]   # type: ignore[attr-defined]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--strategy", default="optimal", choices=["optimal", "zenml", "kueue"])
@@ -178,7 +188,8 @@ def main() -> None:
         return
     baseline = run_tests([str(REPO / "examples")], args.strategy)
     assert baseline.passed, "the suite must pass on examples/ as they are"
-    caught = refused = missed = 0
+    before = schedules(baseline)
+    caught = refused = missed = unchanged = 0
     per_scenario: list[float] = []
     for mutation in found:
         with tempfile.TemporaryDirectory() as tmp:
@@ -197,14 +208,21 @@ def main() -> None:
             if failing:
                 caught += 1
                 verdict = f"caught by {len(failing)}: {failing[0]}"
+            elif schedules(report) == before:
+                missed += 1
+                unchanged += 1
+                verdict = "missed: no scenario's schedule moves (equivalent for these arrivals)"
             else:
                 missed += 1
-                verdict = "missed"
+                verdict = "missed: a schedule moves, no expectation looks there"
         print(f"{mutation.name:55} {verdict}")
     judged = caught + missed
     print()
     print(f"strategy {args.strategy}: {len(found)} mutations; {caught} caught, {missed} missed, {refused} refused "
           f"by validate; caught {caught}/{judged} = {100 * caught / max(1, judged):.0f}% of those that validate")
+    moved = judged - unchanged
+    print(f"{unchanged} of the missed move no scenario's schedule at all; of the {moved} that move one, "
+          f"the suite catches {caught} = {100 * caught / max(1, moved):.0f}%")
     if per_scenario:
         print(f"CPU seconds per scenario: median {statistics.median(per_scenario):.3f}, "
               f"max {max(per_scenario):.3f} (the suite's run / its scenarios)")
