@@ -508,6 +508,9 @@ def test_command(paths: tuple[str, ...], strategy: str, fmt: str, only: tuple[st
     else:
         shown = RENDERERS[fmt](report)
     click.echo(shown, nl=False)
+    if not report.outcomes and not report.diagnostics:   # nothing tested is not a pass
+        click.echo("poolc: no scenarios (kind: Scenario) in the files given: nothing was tested", err=True)
+        sys.exit(EXIT_FINDINGS)
     if fmt != "text":
         from .scenario.render import _summary
 

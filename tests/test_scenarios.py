@@ -246,3 +246,18 @@ def test_a_stale_scenario_fails_the_check_but_never_holds_apply_back(tmp_path):
     assert planned.exit_code == 1 and "Plan: strategy optimal" in planned.stdout
     applied = cli("apply", root, "--output-dir", str(tmp_path / "out"), "--state", str(tmp_path / "s.json"))
     assert applied.exit_code == 0, applied.stdout + applied.stderr
+
+
+def test_junit_of_inputs_that_do_not_validate_is_an_error_not_an_empty_pass():
+    out = cli("test", str(REPO / "tests" / "fixtures" / "negative" / "s001-scenario-structure.yaml"),
+              "--format", "junit")
+    assert out.exit_code == 1
+    xml = junitparser.JUnitXml.fromstring(out.stdout)
+    errors = [r for suite in xml for case in suite for r in case.result if isinstance(r, junitparser.Error)]
+    assert len(errors) == 1 and "horizn" in errors[0].text
+
+
+def test_no_scenarios_is_not_a_pass():
+    out = cli("test", str(REPO / "examples" / "pools"))
+    assert out.exit_code == 1
+    assert "no scenarios (kind: Scenario) in the files given" in out.stderr

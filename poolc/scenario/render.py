@@ -62,7 +62,15 @@ def junit(report: Report) -> str:
     scenario that could not run is one testcase in error)."""
     good, total = report.counts()
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f'<testsuites name="poolc test" tests="{total}" failures="{total - good}" errors="0" time="0">']
+             f'<testsuites name="poolc test" tests="{total or 1 if report.diagnostics else total}" '
+             f'failures="{total - good}" errors="{1 if report.diagnostics else 0}" time="0">']
+    if report.diagnostics:   # no scenario ran: one test in error, so no report reads as a pass
+        message = "; ".join(f"{x.file}:{x.line}:{x.column}: {x.rule} {x.message}" for x in report.diagnostics)
+        lines += ['  <testsuite name="inputs" tests="1" failures="0" errors="1" skipped="0" time="0">',
+                  '    <testcase name="the inputs validate" classname="inputs" time="0">',
+                  f'      <error message={quoteattr("the inputs do not validate: no scenario ran")} '
+                  f'type="validate">{xml_escape(message)}</error>',
+                  "    </testcase>", "  </testsuite>"]
     for o in report.outcomes:
         failures = sum(1 for v in o.verdicts if not v.passed)
         tests = len(o.verdicts) or 1
