@@ -169,7 +169,7 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
     assert broken > 1
     assert shown.stdout.startswith(f"### This change breaks {broken} scenario expectations\n\n")
     assert ("- **sweeps-start-soon**: research-sweep/sweep_lr_03 no longer starts within 2 h: now "
-            "research-sweep/sweep_lr_03 starts +3 h, 3 h after it arrived (was 1 h)") in shown.stdout
+            "starts +3 h, 3 h after it arrived (was 1 h)") in shown.stdout
     same = cli("test", EXAMPLES, "--format", "markdown", "--base", str(base))
     assert same.exit_code == 0
     assert same.stdout.startswith("No scenario expectation changes with this pull request (78 of 78 hold).")

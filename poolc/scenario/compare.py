@@ -50,8 +50,10 @@ def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report
                 continue
             if before["passed"] and not v.passed:
                 was = f" (was {escape.md_inert(before['measured'])})" if before["measured"] else ""
+                subject = v.title.split(" ", 1)[0] + " "
+                now = v.reason.removeprefix(subject) if v.reason.startswith(subject) else v.reason
                 broken.append(f"- **{escape.md_inert(o.name)}**: {escape.md_inert(_no_longer(v.title))}: now "
-                              f"{escape.md_inert(v.reason)}{was}")
+                              f"{escape.md_inert(now)}{was}")
             elif not before["passed"] and v.passed:
                 fixed.append(f"- **{escape.md_inert(o.name)}**: {escape.md_inert(v.title)} holds again")
     lines = []
