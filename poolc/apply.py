@@ -158,10 +158,10 @@ def _commit(result: ApplyResult, output_dir: str) -> None:
 def _compute(result: ApplyResult, job: _Job) -> None:
     """Validate (refusing before any planning), read the state once, plan or check
     the saved plan, and work out what is stale."""
-    from .plan import load, plan_prepared, prepare, read_inputs_state
+    from .plan import SCENARIO_ONLY, load, plan_prepared, prepare, read_inputs_state
 
     validation = load(job.paths)
-    if not validation.ok:
+    if any(x.severity == "error" and x.rule not in SCENARIO_ONLY for x in validation.diagnostics):
         result.diagnostics = list(validation.diagnostics)
         result.refused = "the configuration has errors; fix them (poolc validate) before apply"
         return

@@ -172,7 +172,7 @@ def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_o
 @click.option("--output-dir", type=click.Path(file_okay=False), help="Write the schema files here.")
 @guarded
 def schema(kind: str | None, output_dir: str | None) -> None:
-    """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, poolc).
+    """Print or write the JSON Schemas (KIND: resourcepool, policy, stack, pipeline, allocation, scenario, poolc).
 
     Without KIND, prints poolc.schema.json (any v1 document, dispatched on kind);
     --output-dir writes every schema file. The schemas are generated from the
@@ -463,6 +463,68 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
     shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
     if shown:  # on stderr, so stdout stays the plan
         click.echo(render("text", shown), nl=False, err=True)
+
+
+@main.command(name="test")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
+              help="How the scenarios roll forward: optimal (the plan's intent), zenml, kueue (what Kueue will do).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "sarif", "markdown"]), default="text",
+              show_default=True)
+@click.option("--scenario", "only", multiple=True, help="Run only this scenario (repeatable).")
+@click.option("--base", "base_file", type=click.Path(dir_okay=False),
+              help="The JSON report (--format json) of the base branch: markdown leads with what this change breaks.")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False),
+              help="Write a scenario of today's plan and forecast (the expectations it meets) to this file.")
+@click.option("--horizon", default="2d", show_default=True, help="With --record: how far the recorded scenario rolls.")
+@guarded
+def test_command(paths: tuple[str, ...], strategy: str, fmt: str, only: tuple[str, ...], base_file: str | None,
+                 record_file: str | None, horizon: str) -> None:
+    """Run the scenarios (kind: Scenario) under PATHS and judge their expectations.
+
+    Exit 0 when every expectation holds, 1 when one fails or the inputs do not
+    validate, 2 on a usage error (docs/scenarios.md).
+    """
+    if record_file is not None:
+        from .scenario.record import record_scenario
+
+        seconds = _horizon(horizon)
+        text, problems = record_scenario(paths or (".",), strategy, seconds, record_file)
+        if text is None:
+            click.echo(problems, err=True, nl=False)
+            sys.exit(EXIT_FINDINGS)
+        from .writer import write_files
+
+        write_files(os.path.dirname(os.path.abspath(record_file)), {os.path.basename(record_file): text})
+        click.echo(f"poolc: wrote {record_file}: {problems}", err=True)
+        sys.exit(EXIT_OK)
+    from .scenario.command import run_tests
+    from .scenario.render import RENDERERS
+
+    report = run_tests(paths or (".",), strategy, only)
+    if only and not report.diagnostics:
+        missing = sorted(set(only) - {o.name for o in report.outcomes})
+        if missing:
+            raise click.BadParameter(f"no scenario named {', '.join(map(repr, missing))}", param_hint="--scenario")
+    if base_file is not None:
+        from .scenario.compare import markdown_against, read_base
+
+        base, note = read_base(base_file)
+        if note:
+            click.echo(note, err=True)
+        shown = markdown_against(base, report) if fmt == "markdown" else RENDERERS[fmt](report)
+    else:
+        shown = RENDERERS[fmt](report)
+    click.echo(shown, nl=False)
+    if not report.outcomes and not report.diagnostics:   # nothing tested is not a pass
+        click.echo("poolc: no scenarios (kind: Scenario) in the files given: nothing was tested", err=True)
+        sys.exit(EXIT_FINDINGS)
+    if fmt != "text":
+        from .scenario.render import _summary
+
+        click.echo(("poolc: " + _summary(report)) if not report.diagnostics else
+                   "poolc: no scenarios run: the inputs do not validate", err=True)
+    sys.exit(EXIT_OK if report.passed else EXIT_FINDINGS)
 
 
 @main.command()

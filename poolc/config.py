@@ -16,7 +16,7 @@ from . import diagnostics as d
 from .diagnostics import Diagnostic
 from .domain.amounts import Units, memory_family
 from .load import Document
-from .model import KINDS, SHARED, Allocation, Pipeline, Policy, ResourcePool, Stack
+from .model import KINDS, SHARED, Allocation, Pipeline, Policy, ResourcePool, Scenario, Stack
 from .schema import structural_diagnostics
 
 T = TypeVar("T")
@@ -42,6 +42,7 @@ class Config:
     stacks: dict[str, Entry[Stack]] = field(default_factory=dict)
     pipelines: dict[str, Entry[Pipeline]] = field(default_factory=dict)
     allocations: dict[str, Entry[Allocation]] = field(default_factory=dict)
+    scenarios: dict[str, Entry[Scenario]] = field(default_factory=dict)   # read by `poolc test` only
     # Documents of a known kind that exist but failed validation: kind -> name ->
     # document. A reference to one of them is not "undefined" (its own error is
     # the one to fix), so the reference checks skip it instead of cascading.
@@ -57,7 +58,8 @@ class Config:
     def by_kind(self, kind: str) -> dict[str, Entry]:
         tables: dict[str, dict[str, Entry]] = {
             "ResourcePool": self.pools, "Policy": self.policies, "Stack": self.stacks,
-            "Pipeline": self.pipelines, "Allocation": self.allocations}
+            "Pipeline": self.pipelines, "Allocation": self.allocations,
+            "Scenario": self.scenarios}
         return tables[kind]
 
 

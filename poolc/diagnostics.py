@@ -171,6 +171,8 @@ C002 = rule("C002", "error", "syntax error in a Python source file or a run conf
             "quoted)", "sources")
 C003 = rule("C003", "error", "a resource value in Python source that is not a literal (poolc reads the code "
             "without running it)", "sources")
+E001 = rule("E001", "error", "a scenario names a step, pipeline, team, pool or allocation the inputs do not have",
+            "scenarios")
 C004 = rule("C004", "error", "the pipeline, step or task a source names is not there (or is there twice)", "sources")
 C005 = rule("C005", "error", "a run configuration or source value of the wrong shape, or one the library itself "
             "refuses (an unknown argument or settings key, a quantity Kubernetes refuses)", "sources")

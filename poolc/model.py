@@ -1,4 +1,4 @@
-"""Pydantic models of the five v1 kinds; the JSON Schemas in schemas/ are generated from them.
+"""Pydantic models of the six v1 kinds; the JSON Schemas in schemas/ are generated from them.
 
 Models are strict (no "2" -> 2 coercion) and forbid unknown fields, so they agree
 with the published schemas: a document the schema accepts, the model accepts, and
@@ -731,6 +731,164 @@ class AllocationSpec(Spec):
 
 
 
+# --- Scenario --------------------------------------------------------------------
+
+SCENARIO_DURATION_HELP = ("A length of time: seconds as an integer, or a whole number of seconds, minutes, hours or "
+                          "days (600s, 90m, 30h, 2d).")
+ScenarioDuration = Annotated[PositiveCount | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)],
+                             WithJsonSchema(_duration_schema(SCENARIO_DURATION_HELP))]
+_AT_HELP = ("When, from the scenario's start: 0, seconds as an integer, or a whole number of seconds, minutes, hours "
+            "or days (30m, 2h, 1d).")
+ScenarioTime = Annotated[Count | Annotated[str, StringConstraints(pattern=DURATION_PATTERN)], WithJsonSchema(
+    {"type": ["integer", "string"], "minimum": 0, "maximum": MAX_INT, "pattern": DURATION_PATTERN,
+     "description": _AT_HELP})]
+# a step id (<pipeline>/<step>) or the name of a running allocation
+WORK_REF = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+WorkRef = Annotated[str, StringConstraints(pattern=WORK_REF, max_length=127)]
+StepId = Annotated[str, StringConstraints(pattern=STEP_ID, max_length=127)]
+PERCENT = r"^(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)%$"
+Percent = Annotated[str, StringConstraints(pattern=PERCENT)]
+GpuHours = Annotated[float, Field(ge=0, le=MAX_INT), BeforeValidator(_integral_float)]
+STEP_STATES = ("running", "queued", "preempted", "finished")
+
+
+def _one_bound(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [{"required": ["at_least"]}, {"required": ["at_most"]}]
+
+
+class ScenarioStart(Strict):
+    """Where the scenario starts: the platform as configured (the Allocations among the inputs), or a state file."""
+
+    state: NonEmpty | None = Field(default=None, description=(
+        "A state file (poolc.state.json, as apply writes it), relative to this file: what runs at the start. "
+        "Default: no state file, only the Allocation documents among the inputs."))
+    time: Timestamp | None = Field(default=None, description=(
+        "The start instant, RFC 3339 with a zone; running work's started_at is counted from it. Default: the "
+        "latest started_at of the running allocations (so the scenario never depends on the clock)."))
+
+
+class Arrival(Strict):
+    """Work that arrives during the scenario: a step, or every step of a pipeline, as written in the inputs
+    (its demand, component and placement), arriving again at ``at`` (and ``count`` times, ``every`` apart)."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _arrival_schema(schema))
+
+    at: ScenarioTime = Field(description=_AT_HELP)
+    step: StepId | None = Field(default=None, description="A step of the inputs, <pipeline>/<step>.")
+    pipeline: Name | None = Field(default=None, description="A pipeline of the inputs: each of its steps arrives.")
+    duration: ScenarioDuration | None = Field(default=None, description=(
+        "How long each arriving run takes. Default: the step's duration in the scenario's durations, else its "
+        "expected_runtime, else its max_runtime; else unknown (it holds its capacity to the end)."))
+    every: ScenarioDuration | None = Field(default=None, description="Repeat this far apart (with count).")
+    count: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral_float)] | None = Field(
+        default=None, description="How many times it arrives in all (1 to 1000; default 1; more than 1 needs every).")
+
+    @model_validator(mode="after")
+    def _what(self) -> Arrival:
+        if (self.step is None) == (self.pipeline is None):
+            raise ValueError("give step or pipeline, one of them")
+        if (self.count or 1) > 1 and self.every is None:
+            raise ValueError("count above 1 needs every")
+        return self
+
+
+def _arrival_schema(schema: dict[str, Any]) -> None:
+    schema["oneOf"] = [{"required": ["step"]}, {"required": ["pipeline"]}]
+    schema["if"] = {"properties": {"count": {"minimum": 2}}, "required": ["count"]}
+    schema["then"] = {"required": ["every"]}
+
+
+class StepState(Strict):
+    step: WorkRef = Field(description="A step id (<pipeline>/<step>) or the name of a running allocation.")
+    at: ScenarioTime = Field(description=_AT_HELP)
+    state: Literal["running", "queued", "preempted", "finished"] = Field(description=(
+        "running (holds capacity), queued (waits, never started since it arrived), preempted (waits again after "
+        "a preemption), finished (its run ended)."))
+
+
+class StartsWithin(Strict):
+    step: WorkRef = Field(description="A step id: every run of it (the plan's and each arrival) must start within.")
+    within: ScenarioDuration = Field(description="From when it arrived (0 for the plan's own steps).")
+
+
+class NeverPreempted(Strict):
+    step: WorkRef = Field(description="A step id or the name of a running allocation.")
+
+
+class TeamHours(Strict):
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _one_bound(schema))
+
+    team: NonEmpty = Field(description="A team: a pipeline's labels.team, else the component (docs/cli.md#teams).")
+    measure: Literal["admitted", "waiting", "lost"] = Field(description=(
+        "GPU-hours admitted (work started), waiting, or lost to preemption, over the horizon."))
+    at_least: GpuHours | None = Field(default=None, description="The least GPU-hours.")
+    at_most: GpuHours | None = Field(default=None, description="The most GPU-hours.")
+
+    @model_validator(mode="after")
+    def _some(self) -> TeamHours:
+        if self.at_least is None and self.at_most is None:
+            raise ValueError("give at_least or at_most")
+        return self
+
+
+class PoolUse(Strict):
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _one_bound(schema))
+
+    pool: Name = Field(description="A pool of the inputs.")
+    key: Annotated[str, StringConstraints(pattern=RESOURCE_KEY)] = Field(default="gpu", description=(
+        "The key whose use is measured (default gpu): units held over the horizon / capacity x horizon."))
+    at_least: Percent | None = Field(default=None, description="The least utilisation, as a percentage (50%).")
+    at_most: Percent | None = Field(default=None, description="The most utilisation, as a percentage (95%).")
+
+    @model_validator(mode="after")
+    def _some(self) -> PoolUse:
+        if self.at_least is None and self.at_most is None:
+            raise ValueError("give at_least or at_most")
+        return self
+
+
+class NoLoop(Strict):
+    step: WorkRef | None = Field(default=None, description="Only this step or allocation (default: all work).")
+    max_readmissions: Annotated[int, Field(ge=0, le=1000), BeforeValidator(_integral_float)] = Field(
+        default=2, description="The most times one workload may be preempted and admitted again (default 2).")
+
+
+class Expectation(Strict):
+    """One expectation: exactly one of its keys."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    state: StepState | None = Field(default=None, description="A step's state at a time.")
+    starts_within: StartsWithin | None = Field(default=None, description="A step starts within a bound.")
+    never_preempted: NeverPreempted | None = Field(default=None, description="A step or allocation is never "
+                                                   "preempted over the horizon.")
+    gpu_hours: TeamHours | None = Field(default=None, description="A team's GPU-hours within a bound.")
+    utilisation: PoolUse | None = Field(default=None, description="A pool's utilisation within a bound.")
+    no_preemption_loop: NoLoop | None = Field(default=None, description=(
+        "No workload is preempted and admitted again more than max_readmissions times."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) != 1:
+            raise ValueError("an expectation is one of state, starts_within, never_preempted, gpu_hours, "
+                             "utilisation, no_preemption_loop")
+        return data
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in type(self).model_fields if getattr(self, k) is not None)
+
+
+class ScenarioSpec(Spec):
+    start: ScenarioStart = Field(default=ScenarioStart(), description="Where the scenario starts.")
+    horizon: ScenarioDuration = Field(default="7d", description="How far the scenario rolls forward (default 7d).")
+    durations: dict[WorkRef, ScenarioDuration] = Field(default={}, description=(
+        "How long steps (<pipeline>/<step>) and running allocations (by name) run, over what the files say."))
+    arrivals: list[Arrival] = Field(default=[], description="Work that arrives over time.")
+    expect: list[Expectation] = Field(min_length=1, description="What must stay true; at least one.")
+
+
 # --- Envelopes -------------------------------------------------------------------
 
 class _Envelope(Strict):
@@ -764,10 +922,17 @@ class Allocation(_Envelope):
     spec: AllocationSpec = Field(description="The Allocation's content (state: work that already runs in a pool).")
 
 
+class Scenario(_Envelope):
+    kind: Literal["Scenario"] = Field(description="Always Scenario for this kind of document.")
+    spec: ScenarioSpec = Field(description="The Scenario's content (a test: a start, arrivals over time, and what "
+                               "must stay true; `poolc test`).")
+
+
 KINDS: dict[str, type[_Envelope]] = {
     "ResourcePool": ResourcePool,
     "Policy": Policy,
     "Stack": Stack,
     "Pipeline": Pipeline,
     "Allocation": Allocation,
+    "Scenario": Scenario,
 }

@@ -77,9 +77,15 @@ _STEP_RULES = {d.R001.id, d.R002.id, d.R006.id, d.K002.id, d.K003.id}
 STEP_REJECTIONS = frozenset({d.R003.id, d.R004.id, d.R006.id})
 
 
+# A scenario that names what the inputs no longer have fails `validate` and `poolc test`,
+# never the plan or the apply of the platform it tests (docs/decisions.md#scenarios-44).
+SCENARIO_ONLY = frozenset({"E001"})
+
+
 def blocking_errors(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """The errors that stop `poolc plan` before it plans: all but a step's own rejection."""
-    return [x for x in diagnostics if x.severity == "error" and x.rule not in STEP_REJECTIONS]
+    """The errors that stop `poolc plan` before it plans: all but a step's own rejection
+    and a scenario's reference to something the inputs do not have."""
+    return [x for x in diagnostics if x.severity == "error" and x.rule not in STEP_REJECTIONS | SCENARIO_ONLY]
 
 
 class InvalidConfiguration(Exception):

@@ -22,6 +22,7 @@ _FAMILIES = {
     "observed": "The cluster's reports (`state import`, `plan --observed`)",
     "targets": "What the cluster will do (the runtime check every plan runs)",
     "forecast": "The forecast (`poolc plan --forecast`)",
+    "scenarios": "Scenarios (`poolc test`)",
     "sources": "Steps read from ZenML and Flyte code and run configurations (spec.source)",
 }
 

@@ -29,6 +29,7 @@ KIND_FILES = {
     "Stack": "stack.schema.json",
     "Pipeline": "pipeline.schema.json",
     "Allocation": "allocation.schema.json",
+    "Scenario": "scenario.schema.json",
 }
 ANY_FILE = "poolc.schema.json"
 

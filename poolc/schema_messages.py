@@ -157,9 +157,16 @@ def _required(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     yield doc.diagnostic(d.S002, f"missing required field {missing!r} in {_where(path)}", path, key=True)
 
 
+EXPECTATIONS = "state, starts_within, never_preempted, gpu_hours, utilisation or no_preemption_loop"
+
+
 def _one_of(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
+    path = tuple(error.absolute_path)
     if isinstance(error.instance, dict) and _branch_flavors(error, root):
-        yield from _flavor_error(error, tuple(error.absolute_path), doc, root)
+        yield from _flavor_error(error, path, doc, root)
+    elif doc_kind(root) == "Scenario" and path[:2] == ("spec", "arrivals") and isinstance(error.instance, dict):
+        yield doc.diagnostic(d.S002, "an arrival names what arrives: give step (<pipeline>/<step>) or pipeline, "
+                             "one of them", path, key=True)
     else:
         yield from _generic(error, doc, root)
 
@@ -279,6 +286,8 @@ def _any_of(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     elif path[-1:] == ("spec",) and isinstance(error.instance, dict):
         yield doc.diagnostic(d.S002, "missing required field 'steps' in spec (or a source to take the steps "
                              "from: spec.source)", path, key=True)
+    elif doc_kind(root) == "Scenario" and isinstance(error.instance, dict):
+        yield doc.diagnostic(d.S002, f"{_where(path)}: give at_least or at_most (or both)", path, key=True)
     elif path[-1:] == ("source",) and isinstance(error.instance, dict):
         yield doc.diagnostic(d.S002, "spec.source names no file: give zenml_config, python (with pipeline) or "
                              "flyte", path, key=True)
@@ -286,9 +295,21 @@ def _any_of(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
         yield from _generic(error, doc, root)
 
 
+def _max_properties(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
+    path = tuple(error.absolute_path)
+    if doc_kind(root) == "Scenario" and path[:2] == ("spec", "expect"):
+        keys = sorted(error.instance) if isinstance(error.instance, dict) else []
+        yield doc.diagnostic(d.S003, f"an expectation is one check, this one has {len(keys)} ({', '.join(keys)}): "
+                             "write each as its own '- ' item", path + tuple(keys[1:2]), key=True)
+    else:
+        yield from _generic(error, doc, root)
+
+
 def _min_properties(error: Any, doc: Document, root: dict) -> Iterator[Diagnostic]:
     path = tuple(error.absolute_path)
-    if path[-1:] == ("steps",):
+    if doc_kind(root) == "Scenario" and path[:2] == ("spec", "expect"):
+        yield doc.diagnostic(d.S002, f"an empty expectation: give one of {EXPECTATIONS}", path)
+    elif path[-1:] == ("steps",):
         yield doc.diagnostic(d.S003, "a pipeline needs at least one step", path)
     else:
         yield from _generic(error, doc, root)
@@ -324,6 +345,7 @@ EXPLAINERS: dict[str, Explainer] = {
     "enum": _enum,
     "anyOf": _any_of,
     "minProperties": _min_properties,
+    "maxProperties": _max_properties,
     "dependentRequired": _dependent_required,
 }
 

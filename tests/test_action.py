@@ -47,7 +47,7 @@ def test_action_yml_is_a_valid_action():
     assert result.returncode == 0, result.stdout + result.stderr
     action = YAML(typ="safe").load(ACTION.read_text(encoding="utf-8"))
     assert set(action["inputs"]) == {"mode", "output-dir", "paths", "base", "state", "observed", "format",
-                                     "forecast"}
+                                     "forecast", "scenarios"}
     assert action["runs"]["using"] == "composite"
     ids = [step.get("id") for step in action["runs"]["steps"]]
     assert ids == [None, "install", "cycle", *STEPS_RUN]
@@ -283,3 +283,38 @@ def test_with_a_forecast_horizon_the_comment_leads_with_before_and_after(runner,
     assert posted.index("| policy | `prod-gpu-east` | limit 12 GPU → 10 GPU |") < posted.index("before → after")
     head = json.loads((runner / "runner-temp" / "poolc-plan.json").read_text("utf-8"))
     assert head["base"]["forecast"] == base["forecast"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_with_scenarios_the_comment_leads_with_the_expectation_the_change_breaks(runner):
+    """`scenarios: true` runs `poolc test` on the base branch and the pull request:
+    with prod's limit lowered 12 -> 10, ranking-pretrain no longer starts at once
+    (refresh_index holds 4 of prod's 10 GPUs until it ends at 30 min), the comment
+    leads with that, and the check fails."""
+    (runner / "work" / "scenario.yaml").write_text(
+        "apiVersion: poolc/v1\nkind: Scenario\nmetadata: {name: pretrain-at-once}\nspec:\n"
+        "  start: {time: '2026-11-20T06:00:00Z'}\n  horizon: 1d\n"
+        "  durations: {ranking-serve/refresh_index: 30m, ranking-pretrain/pretrain: 4h,\n"
+        "              vlm-sweep/trial_lr1e3_mixa: 5h, vlm-sweep/trial_lr1e3_mixb: 5h,\n"
+        "              vlm-sweep/trial_lr3e4_mixa: 5h}\n"
+        "  expect:\n    - starts_within: {step: ranking-pretrain/pretrain, within: 10m}\n", "utf-8")
+    _lower_a_limit_on_a_branch(runner)
+    outcome = run_action(runner, {"base": "main", "state": "none.json", "scenarios": "true"},
+                         bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
+    assert outcome["failed"] == "result" and outcome["code"] == 1, outcome
+    base = json.loads((runner / "runner-temp" / "poolc-base-scenarios.json").read_text("utf-8"))
+    assert base["passed"] is True
+    posted = (runner / "posted.md").read_text(encoding="utf-8")
+    assert posted.startswith("<!-- poolc-plan -->\n### This change breaks 1 scenario expectation\n\n"
+                             "- **pretrain-at-once**: ranking-pretrain/pretrain no longer starts within 10 min: now "
+                             "starts +30 min, 30 min after it arrived (was 0 s)\n"), posted
+    assert posted.index("This change breaks") < posted.index("### poolc: ")
+
+
+def test_scenarios_off_by_default_leave_the_comment_as_it_was(runner):
+    (runner / "work" / "scenario.yaml").write_text(
+        "apiVersion: poolc/v1\nkind: Scenario\nmetadata: {name: never}\nspec:\n"
+        "  expect:\n    - starts_within: {step: ranking-pretrain/pretrain, within: 1s}\n", "utf-8")
+    outcome = run_action(runner, {"state": "none.json"}, bin_dirs=(runner / "fake-bin", Path(sys.executable).parent))
+    assert outcome["failed"] is None, outcome
+    assert "scenario" not in (runner / "posted.md").read_text(encoding="utf-8").lower()

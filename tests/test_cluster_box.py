@@ -207,7 +207,9 @@ def test_three_cycles_of_the_examples(box, tmp_path):
     arrive again under new names (more than the pools hold: research's borrowed GPUs and
     SageMaker's quota are contended), then one more research sweep."""
     work = tmp_path / "work"
-    shutil.copytree(REPO / "examples", work / "config", ignore=shutil.ignore_patterns("state", "README.md"))
+    # without the running allocations, and the scenarios that name them
+    shutil.copytree(REPO / "examples", work / "config",
+                    ignore=shutil.ignore_patterns("state", "scenarios", "README.md"))
     pipelines = REPO / "examples" / "pipelines"
     again = {f"pipelines/{name}-2.yaml": (pipelines / f"{name}.yaml").read_text().replace(
         f"name: {name}", f"name: {name}-2", 1) for name in ("prod-training", "llm-finetune")}
@@ -442,7 +444,9 @@ def test_a_cycle_that_cannot_free_the_quota_admits_nothing(box, tmp_path):
 
 def test_a_cycle_without_kubectl_says_so(box, tmp_path):
     work = tmp_path / "work"
-    shutil.copytree(REPO / "examples", work / "config", ignore=shutil.ignore_patterns("state", "README.md"))
+    # without the running allocations, and the scenarios that name them
+    shutil.copytree(REPO / "examples", work / "config",
+                    ignore=shutil.ignore_patterns("state", "scenarios", "README.md"))
     env = {**box.env(START), "POOLC_KUBECTL": str(tmp_path / "no-kubectl")}
     done = subprocess.run([POOLC, "cycle", "config/", "--output-dir", "deploy"], cwd=work, env=env,
                           capture_output=True, text=True)

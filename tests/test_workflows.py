@@ -209,7 +209,9 @@ def platform(tmp_path):
 
     box = Box(tmp_path / "box", clock=START)
     origin, work = tmp_path / "origin.git", tmp_path / "work"
-    shutil.copytree(REPO / "examples", work / "config", ignore=shutil.ignore_patterns("state", "README.md"))
+    # without the running allocations, and the scenarios that name them
+    shutil.copytree(REPO / "examples", work / "config",
+                    ignore=shutil.ignore_patterns("state", "scenarios", "README.md"))
     (work / ".gitignore").write_text("poolc.state.json\npoolc.state.json.*\npoolc.tar.gz\ndeploy/\n"
                                      "workloads.json\nplan.md\ncomment.md\n")
     _git(tmp_path, "init", "-q", "--bare", str(origin))

@@ -43,7 +43,7 @@ class Check:
 
 CHECKS: list[Check] = []
 # The rule-family modules, in report order; importing one registers its checks.
-MODULES = ("pools", "stacks", "pipelines", "allocations", "limits", "names", "nodes")
+MODULES = ("pools", "stacks", "pipelines", "allocations", "limits", "names", "nodes", "scenarios")
 
 
 def check(*rules: Rule) -> Callable[[CheckFn], CheckFn]:

@@ -21,6 +21,7 @@ from ..requests import StepRequest
 from ..units import duration_seconds
 
 EXPECTED, MAXIMUM, UNKNOWN = "expected_runtime", "max_runtime", "unknown"
+SCENARIO = "scenario"   # a scenario's estimate (`poolc test`)
 DEFAULT_HORIZON = "7d"
 # A duration this many times the horizon is a typo (a unit or a few zeros too many).
 TOO_LONG_FACTOR = 10**6

@@ -6,7 +6,7 @@ it never forecasts a platform that is only partly read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,10 +18,22 @@ from ..inputs import request_of
 from ..model import SageMakerComponent
 from ..plan import PlanResult, resolve_now
 from .costs import PRICE_TABLE_DATE, PRICE_TABLE_SOURCE, instance_prices, pool_rates, sagemaker_rate
-from .durations import durations_of, too_long
+from .durations import SCENARIO, StepDuration, durations_of, too_long
 from .rollforward import Replan, roll_forward
 from .strategies import replanner
 from .summary import Forecast, Pricing, summarize
+
+
+@dataclass(frozen=True)
+class Arriving:
+    """A scenario's arrival: the step ``step`` of the inputs runs again as ``request``
+    (its own id), arriving ``at`` seconds after the start, for ``seconds`` (None: unknown)."""
+
+    at: int
+    request: Request
+    step: str
+    seconds: int | None
+    source: str
 
 
 @dataclass(frozen=True)
@@ -50,10 +62,13 @@ def steps_of_allocations(result: PlanResult) -> dict[str, Request]:
 
 def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | None = None,
                   instance_price_override: Mapping[str, float] | None = None,
-                  replan: Replan | None = None) -> ForecastResult:
+                  replan: Replan | None = None, arrivals: Sequence[Arriving] = (),
+                  durations: Mapping[str, int] | None = None) -> ForecastResult:
     """Roll ``result``'s plan forward for ``horizon`` seconds from ``now`` (default:
     SOURCE_DATE_EPOCH, else the clock). ``replan``: the strategy to plan again
-    with (default: the plan's own)."""
+    with (default: the plan's own). ``arrivals``: work arriving later (a
+    scenario's); ``durations``: step id or allocation name -> seconds, over what
+    the files say (a scenario's estimates, source ``scenario``)."""
     requests = result.validation.requests
     found = too_long(requests, horizon)
     errors = [x for x in result.validation.diagnostics if x.severity == "error"] + found
@@ -69,14 +84,22 @@ def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | Non
                       problem.running)
     step_durations = durations_of(requests)
     steps = steps_of_allocations(result)
+    for key, given in (durations or {}).items():
+        step_durations[key] = StepDuration(given, SCENARIO)
+        if key in {r.id for r in requests}:
+            step_durations[allocation_name(key)] = step_durations[key]
     for name, step in steps.items():   # an allocation lasts as long as its step, whatever its name
         if step.id in step_durations:
             step_durations[name] = step_durations[step.id]
+    for arriving in arrivals:
+        step_durations[arriving.request.id] = StepDuration(arriving.seconds, arriving.source)
     seconds = {name: d.seconds for name, d in step_durations.items()}
     strategy = result.solution.strategy
     replan_notes: list[str] = []
+    aliases = {a.request.id: a.step for a in arrivals}
     rolled = roll_forward(managed, result.solution, t0=t0, horizon=horizon, durations=seconds,
-                          replan=replan or replanner(result, replan_notes), bound_classes=strategy == "optimal",
+                          replan=replan or replanner(result, replan_notes, aliases),
+                          bound_classes=strategy == "optimal", arrivals=[(a.at, a.request) for a in arrivals],
                           steps=steps, order={r.id: i for i, r in enumerate(requests)},
                           requeue_unknown=strategy == "kueue", partial=strategy != "zenml",
                           tiers_of_whole=replan is None and strategy == "optimal")
@@ -97,7 +120,8 @@ def forecast_plan(result: PlanResult, *, horizon: int, now: str | datetime | Non
         rolled, strategy=strategy, start=t0.strftime("%Y-%m-%dT%H:%M:%SZ"), names=names,
         durations={name: (d.seconds, d.source) for name, d in step_durations.items()},
         pricing=Pricing(pools, run_rates), policies=problem.policies,
-        teams={r.id: team for r in plan.requests if (team := plan.team_of(r.id)) is not None},
+        teams={r.id: team for r in plan.requests if (team := plan.team_of(r.id)) is not None}
+        | {a.request.id: team for a in arrivals if (team := plan.team_of(a.step)) is not None},
         prices={"source": PRICE_TABLE_SOURCE + (" and a table given by the user" if instance_price_override
                                                 else ""), "date": PRICE_TABLE_DATE})
     return ForecastResult(forecast, tuple(found))

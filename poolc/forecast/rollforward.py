@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -234,6 +234,12 @@ class _World:
         return True, self.apply(now, solution, durations, problem)
 
 
+def _next_event(ends: list[tuple[int, str, str]], coming: list[tuple[int, Request]]) -> int | None:
+    """The next instant something ends or arrives; None when nothing will."""
+    times = ([ends[0][0]] if ends else []) + ([coming[0][0]] if coming else [])
+    return min(times) if times else None
+
+
 def _rank(wait: Wait) -> int:
     return wait.request.rank
 
@@ -334,7 +340,8 @@ def _bounded(requests: list[Request], pools: tuple[Pool, ...], running: list[Run
 def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: int,
                  durations: Mapping[str, int | None], replan: Replan, bound_classes: bool = False,
                  steps: Mapping[str, Request] | None = None, order: Mapping[str, int] | None = None,
-                 requeue_unknown: bool = True, partial: bool = True, tiers_of_whole: bool = False) -> Rolled:
+                 requeue_unknown: bool = True, partial: bool = True, tiers_of_whole: bool = False,
+                 arrivals: Sequence[tuple[int, Request]] = ()) -> Rolled:
     """Roll ``problem`` forward from the plan ``first`` (what the plan decides now).
 
     ``durations``: request id or running allocation name -> seconds (None:
@@ -352,7 +359,11 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
     not depend on the others, as the optimal planner's); else every pool, as the
     next plan does. ``tiers_of_whole``: ``replan`` takes ``tiers_of`` (the optimal
     planner): a partial re-plan is planned with the tier list of the whole platform,
-    which makes it the plan of those parts that a plan of the whole would make."""
+    which makes it the plan of those parts that a plan of the whole would make.
+    ``arrivals``: (second, request) pairs: work that arrives later (a scenario's,
+    `poolc test`); each waits from then on, ranked after everything in the files
+    (its rank), and the pools it may use are planned again at that instant. With
+    none, the loop is exactly the completion loop above."""
     order = order if order is not None else {r.id: r.rank for r in problem.requests}
     world = _World(problem, t0, replan, bound_classes, order, requeue_unknown, tiers_of_whole)
     notes: list[str] = []
@@ -379,8 +390,11 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
     dirty = world.apply(0, first, durations, problem)
 
     rolled = Rolled(world.runs, world.waits, horizon, notes=notes)
-    while world.ends and world.ends[0][0] <= horizon:
-        now = world.ends[0][0]
+    coming = sorted(arrivals, key=lambda pair: (pair[0], pair[1].rank, pair[1].id))
+    while True:
+        now = _next_event(world.ends, coming)
+        if now is None or now > horizon:
+            break
         touched: set[str] = set()
         while world.ends and world.ends[0][0] == now:
             _, pool, rid = heapq.heappop(world.ends)
@@ -389,6 +403,10 @@ def roll_forward(problem: Problem, first: Solution, *, t0: datetime, horizon: in
                 continue  # preempted before it ended
             del world.running[pool][rid]
             touched.add(pool)
+        while coming and coming[0][0] == now:   # work arriving now waits, and its pools are planned again
+            _, request = coming.pop(0)
+            world.add_wait(Wait(request, now))
+            touched |= world.eligible_pools(request)
         if not touched:
             continue
         touched = world.closure(touched | dirty) if partial else set(world.pools)

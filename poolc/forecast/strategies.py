@@ -8,6 +8,8 @@ what runs (the very Kueue objects and Jobs apply writes, rendered once).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..domain.naming import local_queue_name, priority_class_name
 from ..domain.problem import Problem
 from ..kueuesim import Workload, simulate
@@ -23,9 +25,10 @@ from .rollforward import Replan
 STOPPED = "a Kueue re-plan reached its work bound"
 
 
-def replanner(result: PlanResult, notes: list[str] | None = None) -> Replan:
+def replanner(result: PlanResult, notes: list[str] | None = None, aliases: Mapping[str, str] | None = None) -> Replan:
     """``notes``: where a re-plan says something the forecast must repeat (a Kueue
-    re-plan its work bound stopped)."""
+    re-plan its work bound stopped). ``aliases``: request id -> the step whose Job
+    it is (a scenario's arrival runs a step of the inputs again, as a Job of its own)."""
     strategy = result.solution.strategy
     if strategy == "zenml":
         from ..planner import zenml
@@ -34,11 +37,11 @@ def replanner(result: PlanResult, notes: list[str] | None = None) -> Replan:
     from ..planner import optimal
 
     if strategy == "kueue":
-        return _kueue(result, optimal.solve, notes if notes is not None else [])
+        return _kueue(result, optimal.solve, notes if notes is not None else [], aliases or {})
     return optimal.solve
 
 
-def _kueue(result: PlanResult, optimal: Replan, notes: list[str]) -> Replan:
+def _kueue(result: PlanResult, optimal: Replan, notes: list[str], aliases: Mapping[str, str]) -> Replan:
     """Kueue's scheduler from the state the forecast is in: what runs is admitted,
     what waits is pending in its Job's queue. Work that is not a Job (SageMaker
     steps) is planned as the optimal strategy would, as in the plan. Each re-plan
@@ -52,13 +55,13 @@ def _kueue(result: PlanResult, optimal: Replan, notes: list[str]) -> Replan:
 
     def replan(problem: Problem) -> Solution:
         arrival = {r.id: r.rank for r in problem.requests}
-        pending = {r.id: jobs[r.id] for r in problem.requests if r.id in jobs}
+        pending = {r.id: jobs[aliases.get(r.id, r.id)] for r in problem.requests if aliases.get(r.id, r.id) in jobs}
         # only the queues of this problem's pools: the others' quota is not in it
         queues = {local_queue_name(q.name, flag) for q in problem.policies for flag in (False, True)}
         workloads = [w for w in replaying.workloads(objects, pending, arrival, running_workloads(ctx, problem))
                      if w.queue_name in queues]
         for request in problem.requests:
-            if request.id in jobs:
+            if request.id in pending:
                 continue
             component = ctx.component(request.requester)
             policies = problem.policies_of(request.requester)
@@ -74,7 +77,7 @@ def _kueue(result: PlanResult, optimal: Replan, notes: list[str]) -> Replan:
         if simulation.stopped and not any(n.startswith(STOPPED) for n in notes):
             notes.append(f"{STOPPED} ({simulation.stopped}): the steps it left pending wait for the next "
                          "completion")
-        on_kueue = {r.id for r in problem.requests if r.id in jobs or r.id in simulation.outcomes}
+        on_kueue = {r.id for r in problem.requests if r.id in pending or r.id in simulation.outcomes}
         elsewhere = tuple(r for r in problem.requests if r.id not in on_kueue)
         others = optimal(Problem(problem.pools, problem.policies, elsewhere, problem.running)) if elsewhere \
             else Solution("optimal", {})

@@ -11,7 +11,7 @@ from typing import Any
 
 from ruamel.yaml.nodes import MappingNode, ScalarNode
 
-POOLC_KINDS = ("ResourcePool", "Policy", "Stack", "Pipeline", "Allocation")
+POOLC_KINDS = ("ResourcePool", "Policy", "Stack", "Pipeline", "Allocation", "Scenario")
 
 
 def node_is_ours(node: Any) -> bool:

@@ -1,0 +1,233 @@
+"""How much the examples' scenario suite catches: 50 single-field mutations of
+examples/' policies, pools, steps and allocations, each run through `poolc test`.
+
+Prints figures, not pass/fail (see benchmarks/README.md):
+
+    python benchmarks/scenario_mutations.py [--strategy optimal] [--list]
+
+Each mutation changes one thing a platform team changes in a pull request: a
+priority swapped between two policies, a reserved share or a limit one unit up or
+down, a step's or a running allocation's preemptible flipped, or a pool one node
+smaller (the node group's count and the capacity rows that node held, the one edit
+`validate` accepts). A mutation is **caught** when at least one expectation of the
+suite fails on it, **refused** when the mutated platform does not validate (then no
+scenario runs: validate caught it, the suite did not), and **missed** otherwise; a
+missed mutation may change nothing the scenarios can see (an equivalent mutant).
+The share caught is counted over the mutations that validate. Beside it: the CPU
+seconds per scenario (process time of the whole run of the suite, divided by its
+scenarios; median over the mutations), and the machine's `uptime`. A missed mutation
+is told apart by whether it moves any scenario's schedule: one that moves none is
+equivalent for these arrivals (no expectation could see it); one that moves some
+is a gap in the expectations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from poolc.scenario.command import run_tests  # noqa: E402
+
+Edit = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str            # relative to examples/
+    document: str        # metadata.name of the document it edits
+    edit: Edit
+
+
+def _set(path: tuple, delta: int) -> Edit:
+    def edit(doc: dict) -> None:
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = node[path[-1]] + delta
+    return edit
+
+
+def _flip(path: tuple) -> Edit:
+    def edit(doc: dict) -> None:
+        node = doc
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = not node.get(path[-1], True)
+    return edit
+
+
+POLICIES = {   # name -> (file, priority)
+    "prod-k8s-dc1": ("policies/prod.yaml", 1000), "prod-k8s-cpu": ("policies/prod.yaml", 500),
+    "prod-sagemaker": ("policies/prod.yaml", 900), "research-k8s-dc1": ("policies/research.yaml", 100),
+    "research-gpu-dc1": ("policies/research.yaml", 100), "research-k8s-cpu": ("policies/research.yaml", 10)}
+
+
+def mutations() -> list[Mutation]:
+    found: list[Mutation] = []
+    # priority swaps: every pair of policies with different priorities, those sharing a pool first
+    names = list(POLICIES)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if POLICIES[a][1] != POLICIES[b][1]]
+    same_pool = {("prod-k8s-dc1", "research-k8s-dc1"), ("prod-k8s-dc1", "research-gpu-dc1"),
+                 ("prod-k8s-cpu", "research-k8s-cpu")}
+    pairs.sort(key=lambda p: (p not in same_pool, p))
+    for a, b in pairs[:10]:
+        pa, pb = POLICIES[a][1], POLICIES[b][1]
+        found.append(Mutation(f"priority swap {a} <-> {b}", POLICIES[a][0], a, _swap(b, pa, pb)))
+    for policy, keys in (("prod-k8s-dc1", ("gpu", "step_run", "tensorrt_sessions")), ("prod-k8s-cpu", ("step_run",)),
+                         ("prod-sagemaker", ("gpu", "step_run")),
+                         ("research-gpu-dc1", ("gpu", "step_run", "tensorrt_sessions")),
+                         ("research-k8s-cpu", ("step_run",))):
+        for key in keys:
+            for delta in (1, -1):
+                found.append(Mutation(f"reserved {key} {delta:+d} in {policy}", POLICIES[policy][0], policy,
+                                      _set(("spec", "reserved", key), delta)))
+    for policy, keys in (("prod-k8s-dc1", ("gpu", "tensorrt_sessions")), ("research-k8s-dc1", ("gpu", "step_run")),
+                         ("research-gpu-dc1", ("gpu",))):
+        for key in keys:
+            for delta in (1, -1):
+                found.append(Mutation(f"limit {key} {delta:+d} in {policy}", POLICIES[policy][0], policy,
+                                      _set(("spec", "limit", key), delta)))
+    for pipeline, step in (("prod-training", "train_model"), ("llm-finetune", "finetune"),
+                           ("research-sweep", "summarize"), ("research-sweep", "sweep_lr_03")):
+        found.append(Mutation(f"preemptible flipped on {pipeline}/{step}", f"pipelines/{pipeline}.yaml", pipeline,
+                              _flip(("spec", "steps", step, "settings", "resources", "preemptible"))))
+    for alloc in ("research-sweep-lr-02", "research-finetune-llama"):
+        found.append(Mutation(f"preemptible flipped on allocation {alloc}", "state/running.yaml", alloc,
+                              _flip(("spec", "preemptible"))))
+    found.append(Mutation("datacenter-one one A100 node fewer", "pools/datacenter-one.yaml", "datacenter-one",
+                          _node_fewer(0, {"gpu": 8, "mcpu": 64000, "memory_mb": 1024000})))
+    found.append(Mutation("datacenter-one one CPU node fewer", "pools/datacenter-one.yaml", "datacenter-one",
+                          _node_fewer(1, {"mcpu": 32000, "memory_mb": 256000})))
+    found.append(Mutation("aws-sagemaker one 8-GPU instance fewer", "pools/aws-sagemaker.yaml", "aws-sagemaker",
+                          _set(("spec", "capacity", "gpu"), -8)))
+    found.append(Mutation("cpu-batch one 32-core node fewer", "pools/cpu-batch.yaml", "cpu-batch",
+                          _set(("spec", "capacity", "cpu"), -32)))
+    return found
+
+
+SWAPS: dict[str, int] = {}   # policy -> the priority its side of a swap gets
+
+
+def _swap(b: str, pa: int, pb: int) -> Edit:
+    """a's priority becomes b's; b's is set when its document is reached (see apply)."""
+    def edit(doc: dict) -> None:
+        doc["spec"]["priority"] = pb
+        SWAPS[b] = pa
+    return edit
+
+
+def _node_fewer(group: int, held: dict[str, int]) -> Edit:
+    def edit(doc: dict) -> None:
+        spec = doc["spec"]
+        spec["nodes"][group]["count"] -= 1
+        for key, units in held.items():
+            if key in spec["capacity"]:
+                spec["capacity"][key] -= units
+    return edit
+
+
+def apply(mutation: Mutation, root: Path) -> None:
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    SWAPS.clear()
+    for path in sorted(root.rglob("*.yaml")):
+        with path.open(encoding="utf-8") as stream:
+            docs = list(yaml.load_all(stream))
+        changed = False
+        for doc in docs:
+            if not isinstance(doc, dict):
+                continue
+            name = doc.get("metadata", {}).get("name")
+            if path.relative_to(root).as_posix() == mutation.file and name == mutation.document:
+                mutation.edit(doc)
+                changed = True
+        if changed:
+            with path.open("w", encoding="utf-8") as stream:
+                yaml.dump_all(docs, stream)
+    for b, pa in SWAPS.items():   # the other side of a priority swap
+        path = root / POLICIES[b][0]
+        with path.open(encoding="utf-8") as stream:
+            docs = list(yaml.load_all(stream))
+        for doc in docs:
+            if doc.get("metadata", {}).get("name") == b:
+                doc["spec"]["priority"] = pa
+        with path.open("w", encoding="utf-8") as stream:
+            yaml.dump_all(docs, stream)
+
+
+def schedules(report: object) -> list:
+    """Every scenario's schedule: what ran where and when (a mutation that changes none of
+    them is one no expectation of these scenarios could catch)."""
+    return [[(r.id, r.pool, r.start, r.end, r.preempted_at) for r in o.rolled.forecast.schedule]
+            if o.rolled.forecast is not None else None for o in report.outcomes]   # type: ignore[attr-defined]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--strategy", default="optimal", choices=["optimal", "zenml", "kueue"])
+    parser.add_argument("--list", action="store_true", help="only list the mutations")
+    args = parser.parse_args()
+    found = mutations()
+    assert len(found) == 50, len(found)
+    if args.list:
+        print("\n".join(m.name for m in found))
+        return
+    baseline = run_tests([str(REPO / "examples")], args.strategy)
+    assert baseline.passed, "the suite must pass on examples/ as they are"
+    before = schedules(baseline)
+    caught = refused = missed = unchanged = 0
+    per_scenario: list[float] = []
+    for mutation in found:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "examples"
+            shutil.copytree(REPO / "examples", root)
+            apply(mutation, root)
+            began = time.process_time()
+            report = run_tests([str(root)], args.strategy)
+            spent = time.process_time() - began
+        if report.diagnostics:
+            refused += 1
+            verdict = f"refused by validate ({report.diagnostics[0].rule})"
+        else:
+            per_scenario.append(spent / max(1, len(report.outcomes)))
+            failing = [f"{o.name}: {v.title}" for o in report.outcomes for v in o.verdicts if not v.passed]
+            if failing:
+                caught += 1
+                verdict = f"caught by {len(failing)}: {failing[0]}"
+            elif schedules(report) == before:
+                missed += 1
+                unchanged += 1
+                verdict = "missed: no scenario's schedule moves (equivalent for these arrivals)"
+            else:
+                missed += 1
+                verdict = "missed: a schedule moves, no expectation looks there"
+        print(f"{mutation.name:55} {verdict}")
+    judged = caught + missed
+    print()
+    print(f"strategy {args.strategy}: {len(found)} mutations; {caught} caught, {missed} missed, {refused} refused "
+          f"by validate; caught {caught}/{judged} = {100 * caught / max(1, judged):.0f}% of those that validate")
+    moved = judged - unchanged
+    print(f"{unchanged} of the missed move no scenario's schedule at all; of the {moved} that move one, "
+          f"the suite catches {caught} = {100 * caught / max(1, moved):.0f}%")
+    if per_scenario:
+        print(f"CPU seconds per scenario: median {statistics.median(per_scenario):.3f}, "
+              f"max {max(per_scenario):.3f} (the suite's run / its scenarios)")
+    print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+
+
+if __name__ == "__main__":
+    main()

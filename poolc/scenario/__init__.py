@@ -1,0 +1,1 @@
+"""`poolc test`: scenarios rolled forward and their expectations judged (docs/scenarios.md)."""
