@@ -39,8 +39,8 @@ def test_arrivals_wait_for_the_completion_that_frees_their_pool(strategy):
     assert found[("queue", "train/fit is queued at +3 h")] == (True, "train/fit@1h30m is queued at +3 h")
     assert found[("queue", "train/fit is running at +5 h")][0]
     assert found[("queue", "train/fit is finished at +7 h")][0]
-    assert found[("queue", "pool gpus: gpu utilisation at least 25% and at most 25% over 1 d")] == (
-        True, "25% of 4 gpu held on average")
+    assert found[("queue", "pool gpus: GPU utilisation at least 25% and at most 25% over 1 d")] == (
+        True, "25% of 4 GPU held on average")
     assert found[("queue", "team t: GPU-hours admitted at least 24 GPU-h and at most 24 GPU-h over 1 d")][0]
     assert found[("queue", "team t: GPU-hours waiting at least 16 GPU-h and at most 16 GPU-h over 1 d")][0]
 
@@ -173,8 +173,8 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
     same = cli("test", EXAMPLES, "--format", "markdown", "--base", str(base))
     assert same.exit_code == 0
     assert same.stdout.startswith("No scenario expectation changes with this pull request (78 of 78 hold).")
-    assert ("- **dc1-busy**: pool datacenter-one: gpu utilisation at least 12% and at most 16% over 2 d: no longer "
-            "holds: now 17.8% of 16 gpu held on average (was 13.7%)") in shown.stdout
+    assert ("- **dc1-busy**: pool datacenter-one: GPU utilisation at least 12% and at most 16% over 2 d: no longer "
+            "holds: now 17.8% of 16 GPU held on average (was 13.7%)") in shown.stdout
 
 
 def test_an_unreadable_base_is_said_and_ignored(tmp_path):

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.amounts import key_word
 from ..forecast.render import span
 from ..forecast.summary import Forecast, RunForecast, StepForecast
 from ..model import Expectation
@@ -237,9 +238,9 @@ def _utilisation(rolled: Rolled, index: int, body: Any) -> Verdict:
     low = float(body.at_least[:-1]) if body.at_least else None
     high = float(body.at_most[:-1]) if body.at_most else None
     ok, words = _bounds(share, low, high, "%")
-    title = f"pool {body.pool}: {body.key} utilisation {words} over {span(forecast.horizon)}"
-    reason = f"{share:g}% of {capacity} {body.key} held on average" if capacity else \
-        f"{body.pool} has no {body.key} capacity: its utilisation is 0%"
+    title = f"pool {body.pool}: {key_word(body.key)} utilisation {words} over {span(forecast.horizon)}"
+    reason = f"{share:g}% of {rolled.units.amount(body.key, capacity)} held on average" if capacity else \
+        f"{body.pool} has no {key_word(body.key)} capacity: its utilisation is 0%"
     shown = _capped(_stretch_line(r) for r in forecast.schedule if r.pool == body.pool)
     return Verdict(index, title, ok, reason, shown, f"{share:g}%")
 

@@ -10,8 +10,9 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..config import Entry
+from ..config import Entry, display_units
 from ..diagnostics import Diagnostic
+from ..domain.amounts import DEFAULT, Units
 from ..forecast.make import Arriving, forecast_plan
 from ..forecast.summary import Forecast
 from ..model import Scenario, parse_timestamp
@@ -32,6 +33,7 @@ class Rolled:
     arrivals: tuple[Arriving, ...]
     capacity: dict[str, dict[str, int]]          # pool -> key -> units
     diagnostics: tuple[Diagnostic, ...]          # why there is no forecast, or the state file's problems
+    units: Units = DEFAULT                       # how the platform writes quantities (memory's unit family)
 
 
 def state_of(entry: Entry[Scenario]) -> tuple[StateRead, str]:
@@ -77,4 +79,4 @@ def roll(validation: Validation, entry: Entry[Scenario], strategy: str) -> Rolle
     made = forecast_plan(result, horizon=seconds(spec.horizon), now=start_of(entry, result), arrivals=arrivals,
                          durations=durations)
     capacity = {p.name: dict(p.capacity) for p in result.problem.pools}
-    return Rolled(entry, made.forecast, arrivals, capacity, made.diagnostics)
+    return Rolled(entry, made.forecast, arrivals, capacity, made.diagnostics, display_units(validation.config))
