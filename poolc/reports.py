@@ -170,6 +170,7 @@ class TrainingJob(_Report):
     TrainingStartTime: ReportTime | None = None
     TrainingEndTime: ReportTime | None = None
     Environment: dict[str, str] | None = None
+    RoleArn: str | None = Field(default=None, max_length=2048)
 
 
 # --- what a report says ----------------------------------------------------------
@@ -190,7 +191,9 @@ class Observation:
     inputs: str | None = None         # the step inputs digest the job ran with, when it says
     pool: str | None = None           # SageMaker: POOLC_POOL / POOLC_POLICY of the body
     policy: str | None = None
-    holds: dict[str, int] = field(default_factory=dict)   # foreign work: what it holds, in request keys
+    holds: dict[str, int] = field(default_factory=dict)   # a running Workload: what it holds, in request keys
+    role: str | None = None           # SageMaker: the RoleArn the job runs as
+    warning: str | None = None        # why the entry is read as foreign work though it looks like poolc's
 
 
 @dataclass
@@ -355,9 +358,13 @@ def _kueue(report: Report, data: Any, span_of: Any) -> None:
             continue
         seen[key] = where
         observed = _workload(report.file, where, span_of(path), key, workload)
-        if isinstance(observed, str):
-            report.diagnostics.append(_diagnostic(report.file, d.O001, f"{where}: {observed}", span_of(path)))
+        if isinstance(observed, str):   # one entry that contradicts itself halts nobody's import (#42)
+            report.diagnostics.append(_diagnostic(report.file, d.O002, f"{where}: {observed}; ignored",
+                                                  span_of(path)))
         else:
+            if observed.warning:
+                report.diagnostics.append(_diagnostic(report.file, d.O002, f"{where}: {observed.warning}",
+                                                      span_of(path)))
             report.observations.append(observed)
 
 
@@ -393,19 +400,20 @@ def _workload(file: str, where: str, span: tuple[int, int, int, int], key: str,
     ours = labels.get(MANAGED_BY[0]) == MANAGED_BY[1] or any(k.startswith(LABEL_PREFIX) for k in labels)
     queue = admission.clusterQueue if admission else workload.spec.queueName
     started = admitted.lastTransitionTime if admitted else None
-    if ours:
-        if not pipeline or not step:
-            return (f"it carries poolc labels but not both {LABEL_PREFIX}pipeline and {LABEL_PREFIX}step; "
-                    "a Job poolc generated always has them")
-        return Observation(KUEUE, file, where, span, key, status, step=f"{pipeline}/{step}", started_at=started,
-                           queue=queue, inputs=labels.get(f"{LABEL_PREFIX}inputs"))
     holds: dict[str, int] = {}
     if status == RUNNING:
         try:
             holds = _holds(workload)
         except (ValueError, TypeError, ZeroDivisionError) as exc:
             return f"cannot read what it holds: {exc}"
-    return Observation(KUEUE, file, where, span, key, status, started_at=started, queue=queue, holds=holds)
+    if ours and pipeline and step:
+        return Observation(KUEUE, file, where, span, key, status, step=f"{pipeline}/{step}", started_at=started,
+                           queue=queue, inputs=labels.get(f"{LABEL_PREFIX}inputs"), holds=holds)
+    # a partial label is no step's Job (poolc writes both): counted as the foreign work it is
+    warning = (f"it carries poolc labels but not both {LABEL_PREFIX}pipeline and {LABEL_PREFIX}step (a Job "
+               "poolc generated always has them); counted as work poolc did not write") if ours else None
+    return Observation(KUEUE, file, where, span, key, status, started_at=started, queue=queue, holds=holds,
+                       warning=warning)
 
 
 # Kubernetes resource -> poolc request key, and the factor from Kueue's integer units.
@@ -489,7 +497,7 @@ def _sagemaker(report: Report, data: Any, span_of: Any) -> None:
         report.observations.append(Observation(
             SAGEMAKER, report.file, where, span_of(path), job.TrainingJobName, status, step=f"{pipeline}/{step}",
             started_at=job.TrainingStartTime or job.CreationTime, pool=env.get("POOLC_POOL"),
-            policy=env.get("POOLC_POLICY")))
+            policy=env.get("POOLC_POLICY"), role=job.RoleArn))
 
 
 def load_reports(files: Iterable[tuple[str, str | None]]) -> list[Report]:

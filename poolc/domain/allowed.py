@@ -1,4 +1,4 @@
-"""Whether each preemption of a plan is one the rules allow (docs/planning.md#hard-rules),
+"""Whether each preemption of a plan is one the rules allow (docs/planning.md, "optimal", hard rules),
 checked without the solver: `apply --plan` refuses a saved plan that preempts anything
 else, however consistent the rest of the file is (issue #42).
 
