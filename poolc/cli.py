@@ -338,20 +338,20 @@ def _read_base(path: str) -> tuple[Any, Any]:
     """The base plan of `plan --base` and its parsed JSON (which may hold the base's
     forecast); exit 1 with one line when it is not one this poolc can compare with
     (unreadable, not a plan, another format version)."""
-    import json
-
+    from .apply import MAX_PLAN_BYTES
     from .domain.plan import FORMAT_VERSION, PlanFormatError
-    from .domain.plan_file import problem, read_plan
+    from .domain.plan_file import parse_json, problem, read_plan
+    from .writer import read_bytes
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        data = json.loads(text)
+    try:   # the one bounded reader: a regular file, never through a link, never a FIFO (#42)
+        text = read_bytes(path, MAX_PLAN_BYTES).decode("utf-8").removeprefix("\ufeff")
+        data = parse_json(text)
     except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"poolc: cannot read the base plan {path}: {getattr(exc, 'strerror', None) or exc}", err=True)
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        click.echo(f"poolc: cannot read the base plan {path}: {why}", err=True)
         sys.exit(EXIT_FINDINGS)
-    except (ValueError, RecursionError) as exc:
-        click.echo(f"poolc: the base plan {path} is not a plan file: {exc}", err=True)
+    except PlanFormatError as exc:
+        click.echo(f"poolc: the base plan {problem(path, exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
     version = data.get("format_version") if isinstance(data, dict) else None
     if isinstance(data, dict) and version != FORMAT_VERSION:

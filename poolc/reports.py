@@ -18,10 +18,7 @@ the state becomes (``poolc.observe`` does); this module only turns bytes into
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -216,18 +213,12 @@ def _diagnostic(file: str, rule: d.Rule, message: str, span: tuple[int, int, int
 
 
 def _read_bytes(path: str) -> bytes:
-    """A regular file's bytes, bounded; a FIFO, device or directory is an OSError, not a hang."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_REPORT_BYTES + 1)
-        if len(raw) > MAX_REPORT_BYTES:
-            raise OSError(errno.EFBIG, f"larger than {MAX_REPORT_BYTES} bytes")
-        return raw
-    finally:
-        os.close(fd)
+    """A regular file's bytes, bounded, never through a symbolic link: the one reader of
+    plans and reports (poolc.writer.read_bytes); a FIFO, device, directory or link is an
+    OSError, not a hang or another file's content."""
+    from .writer import read_bytes
+
+    return read_bytes(path, MAX_REPORT_BYTES)
 
 
 def load_report(path: str, kind: str | None = None) -> Report:

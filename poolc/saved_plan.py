@@ -36,7 +36,7 @@ EDITED = ("the plan file does not match what this poolc plans for the same input
           "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
 
 
-FORBIDDEN = ("the plan file preempts work the rules do not allow it to (docs/planning.md#optimal-cp-sat-priorities-in-strict-order): {why}. "
+FORBIDDEN = ("the plan file preempts work the rules do not allow it to (docs/planning.md, hard rules): {why}. "
              "Nothing is applied; run `poolc plan --out` again")
 
 
