@@ -47,8 +47,11 @@ def guarded(fn: F) -> F:
             raise
         except KeyboardInterrupt as exc:
             name = getattr(exc, "name", "SIGINT")
-            click.echo(f"poolc: interrupted by {name}; whatever apply had begun to write was rolled back",
-                       err=True)
+            # only apply writes a transaction to roll back; every other file poolc writes is
+            # replaced whole or not at all (#42: the line named apply for every command)
+            done = ("whatever apply had begun to write was rolled back" if fn.__name__ == "apply" else
+                    "every file poolc writes is replaced whole or not at all, so none is half-written")
+            click.echo(f"poolc: interrupted by {name}; {done}", err=True)
             sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             from .validate import OptionsError
@@ -193,7 +196,12 @@ def schema(kind: str | None, output_dir: str | None) -> None:
     generated = build_schemas()
     texts = {name: dump(generated[name]) for name in names}
     if output_dir:
-        write_files(output_dir, texts)
+        try:
+            write_files(output_dir, texts)
+        except OSError as exc:   # a read-only directory, a directory in a schema's place (#42)
+            click.echo(f"poolc: cannot write the schemas to {_t(output_dir)}: {_t(exc.strerror or exc)}; "
+                       "nothing was replaced", err=True)
+            sys.exit(EXIT_FINDINGS)
         for name in names:
             click.echo(os.path.join(output_dir, name))
     else:

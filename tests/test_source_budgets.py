@@ -83,3 +83,24 @@ def test_a_file_over_the_node_budget_is_refused_before_its_tree_is_built(tmp_pat
 def test_a_5000_digit_literal_is_a_syntax_diagnostic(tmp_path):
     found = _validate(tmp_path, ZENML.format(expression="9" * 5000), "python: train.py, pipeline: training")
     assert any(x.rule == "C002" for x in found), found
+
+
+def test_a_400_kb_run_configuration_is_read_in_linear_time(tmp_path):
+    """The red team's 391 KB run configuration took over 84 CPU s (every span scanned once
+    per step); read once per layer it takes a few seconds. The bound is 20 times that."""
+    import subprocess
+    import sys
+
+    one = ("  step_{i}:\n    enable_cache: false\n    settings:\n      resources:\n"
+           "        gpu_count: 1\n        cpu_count: 2\n        memory: 4GB\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / ".git").mkdir()
+    (root / "run.yaml").write_text("steps:\n" + "".join(one.format(i=i) for i in range(3500)), encoding="utf-8")
+    assert (root / "run.yaml").stat().st_size > 390_000
+    (root / "poolc.yaml").write_text("apiVersion: poolc/v1\nkind: Pipeline\nmetadata: {name: big}\n"
+                                     "spec:\n  stack: corpus-stack\n  source: {zenml_config: run.yaml}\n",
+                                     encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "poolc", "validate", str(PLATFORM), str(root / "poolc.yaml")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

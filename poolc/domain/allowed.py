@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .borrowing import borrowed_parts
-from .problem import Problem
+from .problem import PolicyRule, Problem
 
 
 def refused_preemptions(problem: Problem, admitted: Mapping[str, str],
@@ -74,7 +74,7 @@ def refused_preemptions(problem: Problem, admitted: Mapping[str, str],
     return out
 
 
-def _outranks(problem: Problem, policy, victim_priority: int, demand: Mapping[str, int], short: set[str],
+def _outranks(problem: Problem, policy: PolicyRule, victim_priority: int, demand: Mapping[str, int], short: set[str],
               preempted: Mapping[str, Sequence[str]]) -> bool:
     """The step's policy outranks the victim, or reclaims its reserve on a short key it needs."""
     if policy.priority > victim_priority:

@@ -1,0 +1,36 @@
+"""Issue #42's low findings and round-3 residuals, each as it was reproduced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import cli
+
+
+def test_schema_into_a_directory_it_cannot_write_is_one_line_exit_1(tmp_path):
+    (tmp_path / "pipeline.schema.json").mkdir()   # a directory where a schema goes (root can write anywhere)
+    result = cli("schema", "--output-dir", str(tmp_path))
+    assert result.exit_code == 1, result.output
+    assert "cannot write the schemas to" in result.stderr and "internal error" not in result.stderr
+
+
+def test_schema_into_a_read_only_filesystem_is_one_line_exit_1():
+    if not os.path.isdir("/proc/self"):
+        return
+    result = cli("schema", "--output-dir", "/proc/self")
+    assert result.exit_code == 1 and "cannot write the schemas" in result.stderr, result.output
+
+
+def test_the_interrupt_line_names_a_rollback_only_for_apply(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "poolc", "validate", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    time.sleep(3)   # imported, and blocked reading standard input
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"interrupted by SIGINT" in err and b"apply" not in err and b"Traceback" not in err
