@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,24 @@ ODD = ["²", "٣", "9" * 5000, "(" * 300, ")" * 300, " + 1" * 1200, "\x00", "\uf
        "__import__('os')", "global x\n", "x := 1", "match x:\n  case 1: pass\n", "async def f(): await g()\n"]
 
 
-def _mutate_text(text: str, rng: random.Random) -> str:
+NUMBERS = ["²", "٣", "9" * 5000, "A100:²", "H100:" + "9" * 5000, "-1", "0x10", "1_0", "", "∞"]
+
+
+def _mutate_text(text: str, rng: random.Random, numbers: bool = False) -> str:
+    """``numbers``: one string literal holding a digit (a GPU count, a quantity) made odd."""
+    if numbers:
+        strings = list(re.finditer(r'"[^"\n]{0,20}[0-9][^"\n]{0,20}"', text))
+        if strings:
+            found = rng.choice(strings)
+            return text[:found.start()] + f'"{rng.choice(NUMBERS)}"' + text[found.end():]
     for _ in range(rng.randint(1, 4)):
         at = rng.randint(0, len(text))
         kind = rng.random()
-        if kind < 0.4:
+        strings = list(re.finditer(r'"[^"\n]{0,20}"', text))
+        if kind < 0.25 and strings:   # a string literal made odd
+            found = rng.choice(strings)
+            text = text[:found.start()] + f'"{rng.choice(NUMBERS)}"' + text[found.end():]
+        elif kind < 0.4:
             text = text[:at] + rng.choice(ODD) + text[at:]
         elif kind < 0.6:
             text = text[:at] + text[at + rng.randint(1, 40):]
@@ -42,15 +56,17 @@ def _mutate_text(text: str, rng: random.Random) -> str:
 
 def _fuzz_sources(tmp_path: Path, seed: int, count: int) -> None:
     rng = random.Random(seed)
+    flyte = [name for name in CASES if case_data(name)["library"] != "zenml"]
     for i in range(count):
-        name = rng.choice(CASES)
+        numbers = i % 3 == 0   # every third case: a Flyte project's numbers made odd
+        name = rng.choice(flyte if numbers else CASES)
         root = project(name, tmp_path / f"{seed}-{i}")
         files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml", ".yml") and p.name != "poolc.yaml"
                        and p.name != "case.yaml")
         if not files:
             continue
         target = rng.choice(files)
-        target.write_text(_mutate_text(target.read_text(encoding="utf-8"), rng), encoding="utf-8")
+        target.write_text(_mutate_text(target.read_text(encoding="utf-8"), rng, numbers), encoding="utf-8")
         # in-process: an exception escaping here is what the CLI turns into exit 3
         result = validate_paths([str(PLATFORM), str(root / "poolc.yaml")])
         assert isinstance(result.diagnostics, list), (name, seed, i)
@@ -82,8 +98,20 @@ def _paths(data: Any, here: tuple = ()) -> list[tuple]:
     return found
 
 
-def _mutate_plan(plan: dict, rng: random.Random) -> dict:
+BASES: list[Any] = [{"inputs_digest": "x", "preempted": 2}, {"inputs_digest": "x", "ends": [1]},
+                    {"inputs_digest": "x", "policies": [{"name": "p", "admitted": [1e308, 2], "queued": [0, 0],
+                                                         "preempted": [0, 0]}]}, 5, {"inputs_digest": 1}]
+
+
+def _mutate_plan(plan: dict, rng: random.Random, kind: int) -> dict:
+    """``kind`` 0: the ``base`` section, 1: a forecast number, else random values at random places."""
     plan = copy.deepcopy(plan)
+    if kind == 0:
+        plan["base"] = copy.deepcopy(rng.choice(BASES + VALUES))
+        return plan
+    if kind == 1:
+        plan["forecast"][rng.choice(["horizon", "events", "replans"])] = rng.choice([10**400, -(10**40), 10**29])
+        return plan
     for _ in range(rng.randint(1, 3)):
         path = rng.choice(_paths(plan)[1:])
         parent = plan
@@ -101,10 +129,10 @@ def _fuzz_plans(seed: int, count: int) -> None:
     saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
     rng = random.Random(seed)
     for i in range(count):
-        Path("m.json").write_text(json.dumps(_mutate_plan(saved, rng)), encoding="utf-8")
+        Path("m.json").write_text(json.dumps(_mutate_plan(saved, rng, i % 4)), encoding="utf-8")
         commands = [("show", "m.json"), ("show", "m.json", "--format", "markdown"),
                     ("plan", "examples", "--forecast", "--base", "m.json", "--format", "markdown")]
-        if i % 4 == 0:
+        if i % 4 == 2:
             commands.append(("apply", "examples", "--output-dir", f"deploy-{i}", "--plan", "m.json"))
         for args in commands:
             result = cli(*args)   # cli() itself asserts no traceback
