@@ -32,7 +32,7 @@ from typing import Any
 from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
-from .domain.naming import cluster_queue_name, dns_label, local_queue_name, step_label
+from .domain.naming import MAX_NAME, cluster_queue_name, hash_suffixed, local_queue_name, step_label
 from .model import WORKLOAD_REF, Allocation, KubernetesComponent, SageMakerComponent
 from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, Report
 from .requests import StepRequest, step_inputs
@@ -85,9 +85,14 @@ def _target(component: object) -> str | None:
 
 def external_name(workload: str) -> str:
     """The allocation of a foreign Workload ``namespace/name``: ``wl-<namespace>--<name>``
-    as a DNS-1123 label (cut with a digest past 63 characters)."""
+    as a DNS-1123 label; a rewritten character (``x.y`` and ``x-y``), a namespace holding
+    ``--`` or a cut gets the digest of the Workload, so two Workloads never share one (#42)."""
     namespace, _, name = workload.partition("/")
-    return dns_label(f"wl-{namespace}--{name}" if name else f"wl-{namespace}")
+    plain = f"wl-{namespace}--{name}" if name else f"wl-{namespace}"
+    label = re.sub(r"[^a-z0-9-]", "-", plain.lower())
+    if label == plain and len(label) <= MAX_NAME and "--" not in namespace:
+        return label
+    return hash_suffixed(label, workload)
 
 
 def _queues(config: Config, components: Mapping[str, object]) -> dict[str, tuple[str, str, str, bool]]:

@@ -34,3 +34,14 @@ def test_the_interrupt_line_names_a_rollback_only_for_apply(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert b"interrupted by SIGINT" in err and b"apply" not in err and b"Traceback" not in err
+
+
+def test_a_namespace_named_queued_is_an_error_at_its_place(platform):
+    path = Path("examples/stacks/research-stack.yaml")
+    path.write_text(path.read_text(encoding="utf-8").replace("namespace: ml-research\n", "namespace: queued\n", 1),
+                    encoding="utf-8")
+    result = cli("validate", "examples")
+    assert result.exit_code == 1, result.output
+    line = next(i for i, x in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "namespace: queued" in x)
+    assert f"research-stack.yaml:{line}:" in result.output and "error[N003]" in result.output
+    assert "kubernetes/queued/" in result.output

@@ -88,3 +88,24 @@ def test_a_training_job_with_prod_s_environment_under_another_role_is_not_prod_s
     assert result.exit_code == 0, result.output
     assert "runs as role arn:aws:iam::999999999999:role/Attacker" in result.stdout, result.stdout
     assert "finished: llm-finetune/finetune" not in result.stdout
+
+
+def _foreign(name: str) -> dict:
+    item = _as_research(running_workload())
+    item["metadata"]["name"] = name
+    labels = item["spec"]["podSets"][0]["template"]["metadata"]["labels"]
+    for key in [k for k in labels if k.startswith("poolc.dev/") or k == "app.kubernetes.io/managed-by"]:
+        del labels[key]
+    return item
+
+
+def test_foreign_workloads_whose_names_differ_only_in_a_rewritten_character_stay_two():
+    apply()
+    result = cli("state", "import", "examples", "--kueue", kueue_with(running_workload(), _foreign("x.y"),
+                                                                      _foreign("x-y")))
+    assert result.exit_code == 0, result.output
+    external = sorted(a["metadata"]["name"] for a in _state()["allocations"]
+                      if a["metadata"]["labels"].get("poolc.dev/external"))
+    assert len(external) == 2 and len(set(external)) == 2, external
+    assert {a["spec"]["workload"] for a in _state()["allocations"] if a["metadata"]["name"] in external} == \
+        {"ml-research/x.y", "ml-research/x-y"}
