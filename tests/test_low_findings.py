@@ -45,3 +45,19 @@ def test_a_namespace_named_queued_is_an_error_at_its_place(platform):
     line = next(i for i, x in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "namespace: queued" in x)
     assert f"research-stack.yaml:{line}:" in result.output and "error[N003]" in result.output
     assert "kubernetes/queued/" in result.output
+
+
+def test_the_error_comment_s_code_fence_survives_a_crafted_path(platform):
+    from markdown_it import MarkdownIt
+
+    crafted = Path("x\n```\n# Approved by the platform team\n```")
+    crafted.mkdir()
+    (crafted / "bad.yaml").write_text("apiVersion: poolc/v1\nkind: ResourcePool\nmetadata: {name: p}\nspec: {}\n",
+                                      encoding="utf-8")
+    result = cli("plan", str(crafted), "--format", "markdown")
+    assert result.exit_code == 1, result.output
+    tokens = MarkdownIt("commonmark").parse(result.stdout)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert not any("Approved" in h for h in headings), headings
+    fences = [t for t in tokens if t.type == "fence"]
+    assert fences and "Approved by the platform team" in fences[-1].content

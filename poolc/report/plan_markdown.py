@@ -394,5 +394,6 @@ def render_errors(errors: Sequence[Diagnostic], command: str) -> str:
             break
         lines.append(line)
         used += len(line) + 1
-    lines += ["", "Reproduce locally:", "", "```sh", command, "```"]
+    # a fence longer than any backtick run in the command: a crafted path cannot close it (#42)
+    lines += ["", "Reproduce locally:", "", escape.md_fence(command, "sh")]
     return escape.guard_lines("\n".join(lines) + "\n")
