@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support import cli
 
 
@@ -61,3 +62,19 @@ def test_the_error_comment_s_code_fence_survives_a_crafted_path(platform):
     assert not any("Approved" in h for h in headings), headings
     fences = [t for t in tokens if t.type == "fence"]
     assert fences and "Approved by the platform team" in fences[-1].content
+
+
+@pytest.mark.parametrize("row, says", [
+    ("ml.g5.xlarge,##[error]owned", "usd_hour '#\\\\x23[error]owned'"),
+    ("##[error]owned,1.0", "instance_type '#\\\\x23[error]owned'"),
+    ("ml.g5.xlarge," + "9" * 131_073, "not a CSV line poolc reads"),
+    ("ml.g5.xlarge,$infk", "usd_hour '$infk'"),
+    ("ml.g5.xlarge,1e999", "usd_hour '1e999'"),
+])
+def test_an_instance_price_table_is_read_strictly_and_echoed_safely(platform, row, says):
+    Path("prices.csv").write_text(f"instance_type,usd_hour\n{row}\n", encoding="utf-8")
+    result = cli("plan", "examples", "--forecast", "--instance-prices", "prices.csv")
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.stderr and "\n##[" not in "\n" + result.stderr
+    assert not any(line.lstrip().startswith("##[") or "##[" in line for line in result.stderr.splitlines())
+    assert says.replace("\\\\", "\\") in result.stderr, result.stderr
