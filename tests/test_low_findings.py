@@ -78,3 +78,15 @@ def test_an_instance_price_table_is_read_strictly_and_echoed_safely(platform, ro
     assert "internal error" not in result.stderr and "\n##[" not in "\n" + result.stderr
     assert not any(line.lstrip().startswith("##[") or "##[" in line for line in result.stderr.splitlines())
     assert says.replace("\\\\", "\\") in result.stderr, result.stderr
+
+
+def test_the_before_after_table_keeps_its_budget_with_3000_teams():
+    from poolc.forecast.compare import TABLE_BUDGET, render_markdown
+    from poolc.forecast.summary import Forecast, TeamForecast
+
+    teams = tuple(TeamForecast(f"team-{i:04d}", 1, 60, 120, 600, 1.0, 2.0, 0.0, 3.0) for i in range(3000))
+    before = Forecast("optimal", "2026-11-23T03:00:00Z", 604800, (), teams, (), {}, {}, 0, 0, (), ())
+    after = Forecast("optimal", "2026-11-23T03:00:00Z", 604800, (), teams[::-1], (), {}, {}, 0, 0, (), ())
+    shown = render_markdown(before, after)
+    assert len(shown) < TABLE_BUDGET + 2_000, len(shown)
+    assert "more teams not shown" in shown and "team-0000" in shown
