@@ -52,14 +52,15 @@ def reserved_namespaces(ctx: Context) -> Iterator[Diagnostic]:
     generates for another purpose (``queued``)."""
     for _, entry in sorted(ctx.config.stacks.items()):
         spec = entry.obj.spec
-        places = [(spec.orchestrator, ("spec", "orchestrator", "namespace"))]
+        places: list[tuple[object, tuple[str | int, ...]]] = [
+            (spec.orchestrator, ("spec", "orchestrator", "namespace"))]
         places += [(op, ("spec", "step_operators", i, "namespace")) for i, op in enumerate(spec.step_operators)]
         for component, path in places:
             namespace = getattr(component, "namespace", None)
             if getattr(component, "flavor", None) == "kubernetes" and namespace in RESERVED_NAMESPACES:
                 yield entry.doc.diagnostic(
-                    d.N003, f"namespace {namespace!r} of component {component.name!r} would be written to "
-                    f"{RESERVED_NAMESPACES[namespace]}; use another namespace", path)
+                    d.N003, f"namespace {namespace!r} of component {getattr(component, 'name', '')!r} would be "
+                    f"written to {RESERVED_NAMESPACES[namespace]}; use another namespace", path)
 
 
 @check(d.N003)
