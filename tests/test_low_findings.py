@@ -90,3 +90,41 @@ def test_the_before_after_table_keeps_its_budget_with_3000_teams():
     shown = render_markdown(before, after)
     assert len(shown) < TABLE_BUDGET + 2_000, len(shown)
     assert "more teams not shown" in shown and "team-0000" in shown
+
+
+def test_bold_code_and_strikethrough_from_a_plan_file_render_as_written(platform):
+    """Round-3 residual: pool, policy, team, status and preemption fields of a plan file
+    rendered as Markdown in the comment (a pool `__x__` came out bold)."""
+    import json
+
+    from markdown_it import MarkdownIt
+
+    assert cli("plan", "examples", "--out", "plan.json").exit_code == 0
+    saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
+    evil = " __bold__ ~~strike~~ `code`"
+    saved["solver"]["status"] = "FEASIBLE" + evil
+    saved["pools"][0]["name"] += evil
+    saved["policies"][0]["name"] += evil
+    saved["policies"][0]["pool"] += evil
+    for team in saved["teams"]:
+        saved["teams"][team] += evil
+    for victim in saved["preempted"]:
+        victim["message"] += evil
+        victim["pool"] += evil
+    Path("evil.json").write_text(json.dumps(saved), encoding="utf-8")
+    result = cli("show", "evil.json", "--format", "markdown")
+    assert result.exit_code in (0, 2), result.output
+    found = []
+
+    def visit(tokens):
+        for i, token in enumerate(tokens):
+            following = tokens[i + 1].content if i + 1 < len(tokens) else ""
+            if token.type in ("strong_open", "s_open") and following in ("bold", "strike"):
+                found.append(token.type)
+            if token.type == "code_inline" and token.content == "code":
+                found.append("code")
+            visit(token.children or [])
+
+    visit(MarkdownIt("commonmark").enable("table").enable("strikethrough").parse(result.stdout))
+    assert found == [], found
+    assert "bold" in result.stdout
