@@ -211,6 +211,10 @@ def _saved(result: ApplyResult, job: _Job, prepared: Any) -> Any:
     if stale:
         result.refused = stale
         return None
+    forbidden = saved_plan.forbidden_preemptions(saved, prepared)
+    if forbidden:
+        result.refused = forbidden
+        return None
     share = saved_plan.in_share(saved, saved_plan.new_grants(saved, prepared))
     if share is not None:
         found = saved_plan.solution_of(saved, prepared)

@@ -47,8 +47,11 @@ def guarded(fn: F) -> F:
             raise
         except KeyboardInterrupt as exc:
             name = getattr(exc, "name", "SIGINT")
-            click.echo(f"poolc: interrupted by {name}; whatever apply had begun to write was rolled back",
-                       err=True)
+            # only apply writes a transaction to roll back; every other file poolc writes is
+            # replaced whole or not at all (#42: the line named apply for every command)
+            done = ("whatever apply had begun to write was rolled back" if fn.__name__ == "apply" else
+                    "every file poolc writes is replaced whole or not at all, so none is half-written")
+            click.echo(f"poolc: interrupted by {name}; {done}", err=True)
             sys.exit(130 if name == "SIGINT" else 143)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             from .validate import OptionsError
@@ -193,7 +196,12 @@ def schema(kind: str | None, output_dir: str | None) -> None:
     generated = build_schemas()
     texts = {name: dump(generated[name]) for name in names}
     if output_dir:
-        write_files(output_dir, texts)
+        try:
+            write_files(output_dir, texts)
+        except OSError as exc:   # a read-only directory, a directory in a schema's place (#42)
+            click.echo(f"poolc: cannot write the schemas to {_t(output_dir)}: {_t(exc.strerror or exc)}; "
+                       "nothing was replaced", err=True)
+            sys.exit(EXIT_FINDINGS)
         for name in names:
             click.echo(os.path.join(output_dir, name))
     else:
@@ -346,20 +354,20 @@ def _read_base(path: str) -> tuple[Any, Any]:
     """The base plan of `plan --base` and its parsed JSON (which may hold the base's
     forecast); exit 1 with one line when it is not one this poolc can compare with
     (unreadable, not a plan, another format version)."""
-    import json
-
+    from .apply import MAX_PLAN_BYTES
     from .domain.plan import FORMAT_VERSION, PlanFormatError
-    from .domain.plan_file import problem, read_plan
+    from .domain.plan_file import parse_json, problem, read_plan
+    from .writer import read_bytes
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        data = json.loads(text)
+    try:   # the one bounded reader: a regular file, never through a link, never a FIFO (#42)
+        text = read_bytes(path, MAX_PLAN_BYTES).decode("utf-8").removeprefix("\ufeff")
+        data = parse_json(text)
     except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"poolc: cannot read the base plan {path}: {getattr(exc, 'strerror', None) or exc}", err=True)
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        click.echo(f"poolc: cannot read the base plan {path}: {why}", err=True)
         sys.exit(EXIT_FINDINGS)
-    except (ValueError, RecursionError) as exc:
-        click.echo(f"poolc: the base plan {path} is not a plan file: {exc}", err=True)
+    except PlanFormatError as exc:
+        click.echo(f"poolc: the base plan {problem(path, exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
     version = data.get("format_version") if isinstance(data, dict) else None
     if isinstance(data, dict) and version != FORMAT_VERSION:

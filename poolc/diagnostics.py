@@ -137,10 +137,13 @@ A002 = rule("A002", "warning", "pool is over capacity with its running allocatio
 
 A003 = rule("A003", "warning", "an Allocation document and the state disagree about a step (the state wins)",
             "state")
+A004 = rule("A004", "error", "an allocation's Kueue Workload is not in its own subject's namespace (apply would "
+            "stop another team's work)", "state")
 
-O001 = rule("O001", "error", "a cluster report entry is malformed, listed twice or contradicts another", "observed")
-O002 = rule("O002", "warning", "a cluster report entry poolc cannot place (unknown step or pool); ignored",
-            "observed")
+O001 = rule("O001", "error", "a cluster report entry is malformed or listed twice", "observed")
+O002 = rule("O002", "warning", "a cluster report entry poolc cannot place or trust as a step's (unknown step or "
+            "pool, another namespace, queue or role, a partial label, a contradiction); ignored or counted as "
+            "foreign work", "observed")
 O003 = rule("O003", "error", "an empty report for a target with running allocations (--allow-empty to accept)",
             "observed")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .config import Config
 from .domain.problem import Node, PolicyRule, Pool, Problem, Request, Running, start_ranks
-from .model import GPU_PRODUCT_LABEL, MAX_INT, Allocation, ResourcePool, parse_timestamp
+from .model import GPU_PRODUCT_LABEL, MAX_INT, Allocation, KubernetesComponent, ResourcePool, parse_timestamp
 from .requests import StepRequest
 
 
@@ -55,11 +55,33 @@ def policies_of(config: Config, pools: dict[str, Pool]) -> tuple[PolicyRule, ...
     return tuple(rules)
 
 
-def running_of(allocations: list[tuple[str, Allocation]]) -> tuple[Running, ...]:
+def namespaces_of(config: Config) -> dict[str, str]:
+    """Kubernetes component (a subject) -> the namespace its Jobs run in."""
+    found: dict[str, str] = {}
+    for entry in config.stacks.values():
+        for component in (entry.obj.spec.orchestrator, *entry.obj.spec.step_operators):
+            if isinstance(component, KubernetesComponent):
+                found.setdefault(component.name, component.namespace)
+    return found
+
+
+def own_workload(allocation: Allocation, namespaces: Mapping[str, str]) -> str | None:
+    """The allocation's Workload when it is in its own subject's namespace (issue #42:
+    apply stops only that; another team's Workload is never the allocation's)."""
+    workload = allocation.spec.workload
+    if workload is None or workload.partition("/")[0] != namespaces.get(allocation.spec.subject):
+        return None
+    return workload
+
+
+def running_of(allocations: list[tuple[str, Allocation]],
+               namespaces: Mapping[str, str] | None = None) -> tuple[Running, ...]:
+    """The running allocations; a Workload outside the subject's namespace (``namespaces``)
+    is dropped, so no plan stops it in the allocation's name."""
     running = [Running(name, a.spec.subject, a.spec.pool, a.spec.preemptible,
                        dict(sorted((k, v) for k, v in a.spec.holds.items() if v > 0)),
                        parse_timestamp(a.spec.started_at) if a.spec.started_at else None,
-                       workload=a.spec.workload)
+                       workload=own_workload(a, namespaces or {}))
                for name, a in sorted(allocations)]
     return tuple(start_ranks(running))
 
@@ -88,5 +110,5 @@ def problem_from_config(config: Config, requests: list[StepRequest],
         policies=policies_of(config, by_name),
         requests=tuple(request_of(r, rank, _shared_cap(capped, r.demand))
                        for rank, r in enumerate(requests) if r.requester is not None),
-        running=tuple(a for a in running_of(allocations) if a.pool in by_name),
+        running=tuple(a for a in running_of(allocations, namespaces_of(config)) if a.pool in by_name),
     )

@@ -23,6 +23,7 @@ the caller accepts it (``allow_empty``: a wrong kubectl context looks the same).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import Any
 from . import diagnostics as d
 from .config import Config
 from .diagnostics import Diagnostic
-from .domain.naming import cluster_queue_name, dns_label, step_label
+from .domain.naming import MAX_NAME, cluster_queue_name, hash_suffixed, local_queue_name, step_label
 from .model import WORKLOAD_REF, Allocation, KubernetesComponent, SageMakerComponent
 from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, Report
 from .requests import StepRequest, step_inputs
@@ -86,9 +87,14 @@ def _target(component: object) -> str | None:
 
 def external_name(workload: str) -> str:
     """The allocation of a foreign Workload ``namespace/name``: ``wl-<namespace>--<name>``
-    as a DNS-1123 label (cut with a digest past 63 characters)."""
+    as a DNS-1123 label; a rewritten character (``x.y`` and ``x-y``), a namespace holding
+    ``--`` or a cut gets the digest of the Workload, so two Workloads never share one (#42)."""
     namespace, _, name = workload.partition("/")
-    return dns_label(f"wl-{namespace}--{name}" if name else f"wl-{namespace}")
+    plain = f"wl-{namespace}--{name}" if name else f"wl-{namespace}"
+    label = re.sub(r"[^a-z0-9-]", "-", plain.lower())
+    if label == plain and len(label) <= MAX_NAME and "--" not in namespace:
+        return label
+    return hash_suffixed(label, workload)
 
 
 def _queues(config: Config, components: Mapping[str, object]) -> dict[str, tuple[str, str, str, bool]]:
@@ -117,19 +123,21 @@ def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
     for step, found in sorted(by_step.items()):
         kinds = {x.kind for x in found}
         if len(kinds) > 1:
-            problems.append(_at(found[-1], d.O001, f"step {step} is reported both by Kueue ({_names(found, KUEUE)}) "
-                                "and by SageMaker (" + _names(found, SAGEMAKER) + "); a step runs on one target"))
+            problems.append(_at(found[-1], d.O002, f"step {step} is reported both by Kueue ({_names(found, KUEUE)}) "
+                                "and by SageMaker (" + _names(found, SAGEMAKER) + "); a step runs on one target: "
+                                "ignored"))
             continue
-        found = sorted(found, key=lambda x: x.inputs != current.get(step))   # the current inputs first
+        # the current inputs first, then the earliest started, then by name: the same choice run after run
+        found = sorted(found, key=lambda x: (x.inputs != current.get(step), x.started_at is None,
+                                             x.started_at.timestamp() if x.started_at else 0.0, x.name))
         running = [x for x in found if x.status == RUNNING]
         if len(running) > 1:
             if running[0].inputs == current.get(step) and running[1].inputs != current.get(step):
                 problems.append(_at(running[1], d.O002, f"an older Job of step {step} still runs beside "
                                     f"{running[0].where}; the current one counts: delete the old one"))
-            else:
-                problems.append(_at(running[-1], d.O001, f"step {step} runs twice ({_names(running, None)}); "
-                                    "stop one of them, poolc does not guess which one the plan should count"))
-                continue
+            else:   # a copy of a running Job's labels in the step's own queue: a warning, never a halt (#42)
+                problems.append(_at(running[-1], d.O002, f"step {step} runs twice ({_names(running, None)}); "
+                                    f"{running[0].where} (started first) counts: stop the other one"))
         pending = [x for x in found if x.status == PENDING]
         if not running and found[0].kind == SAGEMAKER:
             # a step's training jobs follow each other (a preempted one, then its rerun): the latest speaks
@@ -137,6 +145,52 @@ def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
             continue
         chosen[step] = (running or pending or found)[0]
     return chosen
+
+
+def _step_queues(config: Config, subject: str) -> set[str]:
+    """The ClusterQueues and LocalQueues poolc writes for the subject's policies."""
+    return {name(policy, preemptible) for policy, entry in config.policies.items() if entry.obj.spec.subject == subject
+            for preemptible in (False, True) for name in (cluster_queue_name, local_queue_name)}
+
+
+def _foreign_reason(item: Observation, request: StepRequest, components: Mapping[str, object],
+                    config: Config) -> str | None:
+    """Why an entry labelled as ``request``'s cannot be that step's (issue #42: a label
+    or an environment anyone can copy counts only from the step's own namespace and
+    queues, or the role and policy its SageMaker body was written with); None when it can."""
+    component = components.get(request.requester or "")
+    if item.kind == KUEUE:
+        if not isinstance(component, KubernetesComponent):
+            return f"it is a Workload, but step {request.id} does not run on Kubernetes"
+        namespace = item.name.partition("/")[0]
+        if namespace != component.namespace:
+            return f"it is in namespace {namespace}, but step {request.id} runs in {component.namespace}"
+        if item.queue not in _step_queues(config, component.name):
+            return f"it runs through queue {item.queue}, which is none of {component.name}'s policies' queues"
+        return None
+    if not isinstance(component, SageMakerComponent):
+        return f"it is a SageMaker training job, but step {request.id} does not run on SageMaker"
+    if item.role != component.role_arn:
+        return f"it runs as role {item.role}, not {component.name}'s role"
+    policy = config.policies.get(item.policy or "")
+    if item.policy is not None and (policy is None or policy.obj.spec.subject != component.name):
+        return f"its POOLC_POLICY {item.policy} is no policy of {component.name}"
+    return None
+
+
+def _own_entries(items: Sequence[Observation], steps: Mapping[str, StepRequest], components: Mapping[str, object],
+                 config: Config, problems: list[Diagnostic]) -> list[Observation]:
+    """The entries, with those labelled as a step they cannot be (``_foreign_reason``)
+    read as the foreign work they are: a warning each, never an error."""
+    out = []
+    for item in items:
+        request = steps.get(item.step) if item.step is not None else None
+        why = _foreign_reason(item, request, components, config) if request is not None else None
+        if why is not None:
+            problems.append(_at(item, d.O002, f"labelled as step {item.step}, but {why}; counted as no step's"))
+            item = dataclasses.replace(item, step=None)
+        out.append(item)
+    return out
 
 
 def _names(items: Iterable[Observation], kind: str | None) -> str:
@@ -181,6 +235,7 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
                                            "wrong kubectl context or AWS region looks the same: check it, or "
                                            "give --allow-empty if nothing runs"))
 
+    items = _own_entries(items, steps, components, config, problems)
     chosen = _one_per_step(items, problems, {r.id: step_inputs(r) for r in requests})
     for step, item in sorted(chosen.items()):
         if step not in steps:

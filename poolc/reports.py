@@ -19,10 +19,7 @@ the state becomes (``poolc.observe`` does); this module only turns bytes into
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -180,6 +177,7 @@ class TrainingJob(_Report):
     TrainingEndTime: ReportTime | None = None
     Environment: dict[str, str] | None = None
     Tags: list[Tag] | None = None     # not DescribeTrainingJob's: `poolc cycle` adds ListTags' answer
+    RoleArn: str | None = Field(default=None, max_length=2048)
 
 
 # --- what a report says ----------------------------------------------------------
@@ -200,7 +198,9 @@ class Observation:
     inputs: str | None = None         # the step inputs digest the job ran with, when it says
     pool: str | None = None           # SageMaker: POOLC_POOL / POOLC_POLICY of the body
     policy: str | None = None
-    holds: dict[str, int] = field(default_factory=dict)   # foreign work: what it holds, in request keys
+    holds: dict[str, int] = field(default_factory=dict)   # a running Workload: what it holds, in request keys
+    role: str | None = None           # SageMaker: the RoleArn the job runs as
+    warning: str | None = None        # why the entry is read as foreign work though it looks like poolc's
 
 
 @dataclass
@@ -223,18 +223,12 @@ def _diagnostic(file: str, rule: d.Rule, message: str, span: tuple[int, int, int
 
 
 def _read_bytes(path: str) -> bytes:
-    """A regular file's bytes, bounded; a FIFO, device or directory is an OSError, not a hang."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_REPORT_BYTES + 1)
-        if len(raw) > MAX_REPORT_BYTES:
-            raise OSError(errno.EFBIG, f"larger than {MAX_REPORT_BYTES} bytes")
-        return raw
-    finally:
-        os.close(fd)
+    """A regular file's bytes, bounded, never through a symbolic link: the one reader of
+    plans and reports (poolc.writer.read_bytes); a FIFO, device, directory or link is an
+    OSError, not a hang or another file's content."""
+    from .writer import read_bytes
+
+    return read_bytes(path, MAX_REPORT_BYTES)
 
 
 def load_report(path: str, kind: str | None = None) -> Report:
@@ -365,9 +359,13 @@ def _kueue(report: Report, data: Any, span_of: Any) -> None:
             continue
         seen[key] = where
         observed = _workload(report.file, where, span_of(path), key, workload)
-        if isinstance(observed, str):
-            report.diagnostics.append(_diagnostic(report.file, d.O001, f"{where}: {observed}", span_of(path)))
+        if isinstance(observed, str):   # one entry that contradicts itself halts nobody's import (#42)
+            report.diagnostics.append(_diagnostic(report.file, d.O002, f"{where}: {observed}; ignored",
+                                                  span_of(path)))
         else:
+            if observed.warning:
+                report.diagnostics.append(_diagnostic(report.file, d.O002, f"{where}: {observed.warning}",
+                                                      span_of(path)))
             report.observations.append(observed)
 
 
@@ -403,19 +401,20 @@ def _workload(file: str, where: str, span: tuple[int, int, int, int], key: str,
     ours = labels.get(MANAGED_BY[0]) == MANAGED_BY[1] or any(k.startswith(LABEL_PREFIX) for k in labels)
     queue = admission.clusterQueue if admission else workload.spec.queueName
     started = admitted.lastTransitionTime if admitted else None
-    if ours:
-        if not pipeline or not step:
-            return (f"it carries poolc labels but not both {LABEL_PREFIX}pipeline and {LABEL_PREFIX}step; "
-                    "a Job poolc generated always has them")
-        return Observation(KUEUE, file, where, span, key, status, step=f"{pipeline}/{step}", started_at=started,
-                           queue=queue, inputs=labels.get(f"{LABEL_PREFIX}inputs"))
     holds: dict[str, int] = {}
     if status == RUNNING:
         try:
             holds = _holds(workload)
         except (ValueError, TypeError, ZeroDivisionError) as exc:
             return f"cannot read what it holds: {exc}"
-    return Observation(KUEUE, file, where, span, key, status, started_at=started, queue=queue, holds=holds)
+    if ours and pipeline and step:
+        return Observation(KUEUE, file, where, span, key, status, step=f"{pipeline}/{step}", started_at=started,
+                           queue=queue, inputs=labels.get(f"{LABEL_PREFIX}inputs"), holds=holds)
+    # a partial label is no step's Job (poolc writes both): counted as the foreign work it is
+    warning = (f"it carries poolc labels but not both {LABEL_PREFIX}pipeline and {LABEL_PREFIX}step (a Job "
+               "poolc generated always has them); counted as work poolc did not write") if ours else None
+    return Observation(KUEUE, file, where, span, key, status, started_at=started, queue=queue, holds=holds,
+                       warning=warning)
 
 
 # Kubernetes resource -> poolc request key, and the factor from Kueue's integer units.
@@ -501,7 +500,7 @@ def _sagemaker(report: Report, data: Any, span_of: Any) -> None:
         report.observations.append(Observation(
             SAGEMAKER, report.file, where, span_of(path), job.TrainingJobName, status, step=f"{pipeline}/{step}",
             started_at=job.TrainingStartTime or job.CreationTime, pool=env.get("POOLC_POOL"),
-            policy=env.get("POOLC_POLICY")))
+            policy=env.get("POOLC_POLICY"), role=job.RoleArn))
 
 
 def load_reports(files: Iterable[tuple[str, str | None]]) -> list[Report]:

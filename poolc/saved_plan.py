@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from .diagnostics import report_order
+from .domain.allowed import refused_preemptions
 from .domain.eligibility import eligible_policies
 from .domain.plan import ALLOCATED, UNMANAGED, Plan
 from .plan import PlanResult, Prepared, decide, grant_positions, resolve_now, what_changes
@@ -33,6 +34,25 @@ from .targets.context import TargetContext
 STALE = "the plan was made from other inputs: {what}. Run `poolc plan --out` again (with --state {state})"
 EDITED = ("the plan file does not match what this poolc plans for the same inputs "
           "(edited by hand, or made by another poolc version): run `poolc plan --out` again")
+
+
+FORBIDDEN = ("the plan file preempts work the rules do not allow it to (docs/planning.md, hard rules): {why}. "
+             "Nothing is applied; run `poolc plan --out` again")
+
+
+def forbidden_preemptions(saved: Plan, prepared: Prepared) -> str | None:
+    """Why the saved plan's preemptions are not all ones the rules allow (at most three
+    named, then a count), checked without the solver; None when they are."""
+    problem = prepared.problem
+    requests = {r.id for r in problem.requests}
+    admitted = {r.id: r.policy for r in saved.requests
+                if r.id in requests and r.status == ALLOCATED and r.reason != UNMANAGED and r.policy is not None}
+    policies = {q.name for q in problem.policies}
+    admitted = {rid: policy for rid, policy in admitted.items() if policy in policies}
+    why = refused_preemptions(problem, admitted, {p.id: p.for_ for p in saved.preempted})
+    if not why:
+        return None
+    return FORBIDDEN.format(why="; ".join(why[:3]) + (f" and {len(why) - 3} more" if len(why) > 3 else ""))
 
 
 def stale_inputs(saved: Plan, prepared: Prepared) -> str | None:

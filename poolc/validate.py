@@ -55,6 +55,9 @@ def check_rule_ids(ids: Iterable[str], where: str) -> frozenset[str]:
             raise OptionsError(f"{where}: rule {rule.id} cannot be disabled: a document with a "
                                f"{rule.family} error is not read at all, so silencing it would hide the whole "
                                "document")
+        if rule.severity == "error":   # #42: a pull request's pyproject must not pass its own check
+            raise OptionsError(f"{where}: rule {rule.id} is an error and cannot be disabled (only warnings "
+                               "can): the plan and apply refuse what it finds whatever validate shows")
         found.add(rule.id)
     return frozenset(found)
 
@@ -92,6 +95,8 @@ def _poolc_table(path: Path) -> Any:
         raise OptionsError(f"{path}: cannot read [tool.poolc]: {exc}") from None
     except RecursionError:
         raise OptionsError(f"{path}: cannot read [tool.poolc]: the TOML nests too deeply") from None
+    except ValueError as exc:   # an integer of thousands of digits (Python's int limit), or the like
+        raise OptionsError(f"{path}: cannot read [tool.poolc]: {str(exc)[:200]}") from None
     tool = data.get("tool")
     return tool.get("poolc") if isinstance(tool, dict) else None
 

@@ -321,8 +321,8 @@ def test_disable_drops_a_rule():
     proc = poolc("validate", "--disable", "P006", WARNING_ONLY)
     assert (proc.returncode, proc.stdout) == (0, "")
     assert ": 0 errors, 0 warnings;" in proc.stderr
-    proc = poolc("validate", "--disable", "R005", "--disable", "k002", CONTEXT, MIXED)
-    assert (proc.returncode, proc.stdout) == (0, "")
+    proc = poolc("validate", "--disable", "R005", CONTEXT, MIXED)
+    assert proc.returncode == 1 and "K002" in proc.stdout and "R005" not in proc.stdout
 
 
 def test_disable_refuses_unknown_and_structural_rules():
@@ -330,6 +330,9 @@ def test_disable_refuses_unknown_and_structural_rules():
     assert proc.returncode == 2 and "unknown rule 'P999'" in proc.stderr and "Traceback" not in proc.stderr
     proc = poolc("validate", "--disable", "S001", WARNING_ONLY)
     assert proc.returncode == 2 and "cannot be disabled" in proc.stderr
+    # #42: error rules neither (only warnings), from the command line or a pull request's pyproject
+    proc = poolc("validate", "--disable", "k002", CONTEXT, MIXED)
+    assert proc.returncode == 2 and "rule K002 is an error and cannot be disabled" in proc.stderr
 
 
 def test_error_on_warning_shows_and_counts_warnings_as_errors():

@@ -71,8 +71,19 @@ def test_a_base_without_forecast_says_so_and_shows_this_one(tmp_path, monkeypatc
     assert "forecast" in data and "forecast" not in data["base"]
 
 
+def test_a_nan_in_the_base_plan_is_one_line_and_exit_1(tmp_path, monkeypatch):
+    """#42: NaN and Infinity are no numbers a plan file holds (the whole file is refused)."""
+    state, base_file, head = _plans(tmp_path, monkeypatch, "--forecast")
+    data = json.loads(open(base_file).read())
+    data["forecast"]["teams"][0]["gpu_hours_waiting"] = float("nan")
+    with open(base_file, "w") as handle:
+        handle.write(json.dumps(data))
+    result = cli("plan", head, "--state", state, "--base", base_file, "--forecast", "--format", "markdown")
+    assert result.exit_code == 1 and "NaN is no number a plan file holds" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("damage", [
-    lambda f: f["teams"][0].update(gpu_hours_waiting=float("nan")),
     lambda f: f["steps"][0].update(start="tomorrow"),
     lambda f: f.update(horizon=-1),
     lambda f: f.pop("teams"),

@@ -114,30 +114,37 @@ def test_a_malformed_training_job_is_an_error_at_its_entry_and_changes_nothing(c
     assert Path("poolc.state.json").read_bytes() == before
 
 
-def test_duplicates_and_contradictions_are_errors_naming_both_entries():
+def test_duplicates_are_errors_and_contradictions_warnings_naming_both_entries():
+    """An entry listed twice is an error (kubectl never lists one twice); a contradiction
+    (a step running twice, reported by the other target, a condition listed twice) is a
+    warning that halts nobody's import (#42)."""
     apply()
     before = Path("poolc.state.json").read_bytes()
     good = running_workload()
     result = cli("state", "import", "examples", "--kueue", kueue_with(good, copy.deepcopy(good)))
     assert result.exit_code == 1 and "listed twice (also items[0]" in result.stdout, result.output
-    twice = copy.deepcopy(good)
-    twice["metadata"]["name"] += "-again"
-    result = cli("state", "import", "examples", "--kueue", kueue_with(good, twice))
-    assert result.exit_code == 1 and "runs twice" in result.stdout and "items[0]" in result.stdout, result.output
     job = running_job()
     result = cli("state", "import", "examples", "--sagemaker", sagemaker_with(job, job))
     assert result.exit_code == 1 and "is listed twice" in result.stdout
-    # one step reported by both targets
+    assert Path("poolc.state.json").read_bytes() == before
+    twice = copy.deepcopy(good)
+    twice["metadata"]["name"] += "-again"
+    twice["status"]["conditions"][1]["lastTransitionTime"] = "2026-11-23T03:10:00Z"   # started later
+    result = cli("state", "import", "examples", "--kueue", kueue_with(good, twice))
+    assert result.exit_code == 0 and "warning[O002]" in result.stdout and "runs twice" in result.stdout, result.output
+    assert "items[0] (ml-prod/job-prod-training--train-model-953187-1a2b3) (started first) counts" in result.stdout
+    # a Workload labelled as a SageMaker step is no Kubernetes step's
+    Path("poolc.state.json").write_bytes(before)
     elsewhere = running_workload()
     for labels in (elsewhere["spec"]["podSets"][0]["template"]["metadata"]["labels"],):
         labels.update({"poolc.dev/pipeline": "llm-finetune", "poolc.dev/step": "finetune"})
     result = cli("state", "import", "examples", "--kueue", kueue_with(elsewhere), "--sagemaker", sagemaker_with(job))
-    assert result.exit_code == 1 and "reported both by Kueue" in result.stdout, result.output
+    assert result.exit_code == 0 and "does not run on Kubernetes" in result.stdout, result.output
+    Path("poolc.state.json").write_bytes(before)
     condition_twice = running_workload()
     condition_twice["status"]["conditions"].append(dict(condition_twice["status"]["conditions"][1], status="False"))
     result = cli("state", "import", "examples", "--kueue", kueue_with(condition_twice))
-    assert result.exit_code == 1 and "condition Admitted is listed twice" in result.stdout, result.output
-    assert Path("poolc.state.json").read_bytes() == before
+    assert result.exit_code == 0 and "condition Admitted is listed twice; ignored" in result.stdout, result.output
 
 
 def test_report_entries_have_positions():

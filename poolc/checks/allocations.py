@@ -1,4 +1,4 @@
-"""Rules on running allocations (A001, A002, N002 for an allocation's pool)."""
+"""Rules on running allocations (A001, A002, A004, N002 for an allocation's pool)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,28 @@ def allocation_references(ctx: Context) -> Iterator[Diagnostic]:
             yield entry.doc.diagnostic(d.A001, f"subject {spec.subject!r} has no policy on pool {spec.pool!r}: "
                                        "this allocation keeps its capacity and is never preempted",
                                        ("spec", "subject"))
+
+
+@check(d.A004)
+def allocation_workloads(ctx: Context) -> Iterator[Diagnostic]:
+    """A004: an allocation's `spec.workload` is a Workload in its own subject's namespace:
+    apply stops exactly that Workload when a plan preempts the allocation, so one naming
+    another team's Workload would deactivate that team's job. The plan ignores such a
+    Workload (the allocation is not stopped by poolc)."""
+    from ..inputs import namespaces_of
+
+    namespaces = namespaces_of(ctx.config)
+    for _, entry in sorted(ctx.config.allocations.items()):
+        spec = entry.obj.spec
+        if spec.workload is None or ctx.component_is_broken(spec.subject) or spec.subject not in ctx.components:
+            continue
+        namespace = spec.workload.partition("/")[0]
+        own = namespaces.get(spec.subject)
+        if namespace != own:
+            where = f"runs its Jobs in namespace {own!r}" if own else "is no Kubernetes component"
+            yield entry.doc.diagnostic(d.A004, f"allocation {entry.name!r} names Workload {spec.workload!r} in "
+                                       f"namespace {namespace!r}, but its subject {spec.subject!r} {where}: poolc "
+                                       "never stops another team's Workload", ("spec", "workload"))
 
 
 @check(d.A002)

@@ -41,6 +41,28 @@ def step_names(ctx: Context) -> Iterator[Diagnostic]:
                     "are rewritten)", request.path, key=True)
 
 
+# a Kubernetes namespace poolc writes under kubernetes/<namespace>/: not the directory of
+# the queued steps' Jobs (kubectl apply -R -f kubernetes/queued/ would start them, #42)
+RESERVED_NAMESPACES = {"queued": "kubernetes/queued/, where gate mode keeps the Jobs of queued steps"}
+
+
+@check(d.N003)
+def reserved_namespaces(ctx: Context) -> Iterator[Diagnostic]:
+    """N003: a Kubernetes component's namespace must not be named like a directory poolc
+    generates for another purpose (``queued``)."""
+    for _, entry in sorted(ctx.config.stacks.items()):
+        spec = entry.obj.spec
+        places: list[tuple[object, tuple[str | int, ...]]] = [
+            (spec.orchestrator, ("spec", "orchestrator", "namespace"))]
+        places += [(op, ("spec", "step_operators", i, "namespace")) for i, op in enumerate(spec.step_operators)]
+        for component, path in places:
+            namespace = getattr(component, "namespace", None)
+            if getattr(component, "flavor", None) == "kubernetes" and namespace in RESERVED_NAMESPACES:
+                yield entry.doc.diagnostic(
+                    d.N003, f"namespace {namespace!r} of component {getattr(component, 'name', '')!r} would be "
+                    f"written to {RESERVED_NAMESPACES[namespace]}; use another namespace", path)
+
+
 @check(d.N003)
 def reserved_pool_names(ctx: Context) -> Iterator[Diagnostic]:
     """N003: a pool must not be named like a file poolc generates for another purpose."""

@@ -230,7 +230,7 @@ def from_dict(data: Any) -> BaseComparison | None:
                                         _pair(x["preempted"])) for x in data.get("policies") or []),
             ends_added=tuple(str(x) for x in (data.get("ends") or {}).get("added") or []),
             ends_removed=tuple(str(x) for x in (data.get("ends") or {}).get("removed") or []))
-    except (KeyError, TypeError, IndexError, ValueError):
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError):
         return None
 
 

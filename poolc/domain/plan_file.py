@@ -282,17 +282,27 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no number a plan file holds")
+
+
+def parse_json(text: str) -> Any:
+    """A plan file's JSON, with every number bounded: an integer of at most 30 digits, no
+    NaN or Infinity (PlanFormatError, never an OverflowError later)."""
+    try:
+        return json.loads(text.removeprefix("\ufeff"), parse_int=_bounded_int, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise PlanFileError(f"not a plan file: {exc.msg}", exc.lineno, exc.colno) from None
+    except (RecursionError, ValueError) as exc:
+        raise PlanFormatError(f"not a plan file: {exc}") from None
+
+
 def read_plan(data: str | Any, text: str | None = None) -> Plan:
     """The Plan in a plan file's text (or its parsed JSON, and the ``text`` it was parsed
     from when known, for positions); PlanFormatError says what is wrong with anything else."""
     if isinstance(data, str):
         text = data.removeprefix("\ufeff")
-        try:
-            data = json.loads(text, parse_int=_bounded_int)
-        except json.JSONDecodeError as exc:
-            raise PlanFileError(f"not a plan file: {exc.msg}", exc.lineno, exc.colno) from None
-        except (RecursionError, ValueError) as exc:
-            raise PlanFormatError(f"not a plan file: {exc}") from None
+        data = parse_json(text)
     if not isinstance(data, dict):
         raise _at(text, (), "not a poolc plan file (a JSON object, as `poolc plan --out` writes it)")
     version = data.get("format_version")

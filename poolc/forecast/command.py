@@ -31,11 +31,11 @@ def forecast_or_diagnostics(result: PlanResult, horizon: int, prices_file: str |
     if prices_file is not None:
         text = read_regular(prices_file)
         if text is None:
-            return None, f"poolc: cannot read the instance price table {prices_file}\n"
+            return None, f"poolc: cannot read the instance price table {escape.text(prices_file)}\n"
         try:
             override = read_price_table(text, prices_file)
-        except ValueError as exc:
-            return None, f"{exc}\npoolc: no forecast: the instance price table is not valid\n"
+        except ValueError as exc:   # the file's own text: escaped for the log (##[, control characters)
+            return None, f"{escape.text(str(exc))}\npoolc: no forecast: the instance price table is not valid\n"
     made = forecast_plan(result, horizon=horizon, instance_price_override=override, now=start)
     shown = render("text", list(made.diagnostics)) if made.diagnostics else ""
     if made.forecast is None:

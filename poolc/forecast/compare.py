@@ -96,13 +96,27 @@ def cells(row: TeamChange) -> tuple[str, ...]:
             _signed(row.lost_per_week, "GPU-h/week"), spend_cell(row.usd, row.usd_per_hour_unknown))
 
 
+# characters of the before/after table in the comment (GitHub's comment holds 65,536;
+# the plan's own sections have their budget, poolc.report.plan_markdown.BUDGET)
+TABLE_BUDGET = 12_000
+
+
 def render_markdown(before: Forecast, after: Forecast) -> str:
     """The before/after table of the pull-request comment."""
     rows = compare(before, after)
     lines = ["#### Forecast: before → after", "",
              f"before: the base plan's forecast; after: this plan's (both `{after.strategy}`, horizon "
              f"{when(after.horizon).removeprefix('in ')})", ""]
-    lines += _table(HEAD, [cells(r) for r in rows])
+    table = _table(HEAD, [cells(r) for r in rows])
+    kept, used = table[:2], sum(len(x) + 1 for x in table[:2])   # the header and its rule
+    for line in table[2:]:
+        if used + len(line) + 1 > TABLE_BUDGET:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    lines += kept
+    if len(kept) < len(table):   # #42: 3,000 teams made a 240 KB table, past the comment's size
+        lines += ["", f"_{len(table) - len(kept)} more teams not shown; `--format json` lists every team._"]
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -50,22 +50,37 @@ def pool_rates(price: Mapping[str, float] | None) -> Rates | None:
     return Rates(per_key)
 
 
+# a price is a plain decimal (no "nan", "inf", "1e999", "$4"), an instance type the
+# catalog's pattern; the file's values reach messages only as short, quoted text (#42)
+_USD = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?")
+_INSTANCE = re.compile(r"ml\.[a-z0-9]{1,20}\.[a-z0-9]{1,20}")
+
+
+def _shown(value: object) -> str:
+    text = "" if value is None else str(value)
+    return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
 def read_price_table(text: str, source: str) -> dict[str, float]:
     """A user's instance price table: CSV with columns instance_type and usd_hour.
     ValueError says which line is wrong."""
     rows = csv.DictReader(io.StringIO(text))
-    if rows.fieldnames is None or not {"instance_type", "usd_hour"} <= set(rows.fieldnames):
-        raise ValueError(f"{source}:1: the header must name the columns instance_type and usd_hour")
     found: dict[str, float] = {}
-    for row in rows:
-        line = rows.line_num
-        try:
-            usd = float(row["usd_hour"] or "")
-        except ValueError:
-            raise ValueError(f"{source}:{line}: usd_hour {row['usd_hour']!r} is not a number") from None
-        if not math.isfinite(usd) or usd < 0:
-            raise ValueError(f"{source}:{line}: usd_hour {row['usd_hour']!r} must be finite and not negative")
-        found[row["instance_type"]] = usd
+    try:
+        if rows.fieldnames is None or not {"instance_type", "usd_hour"} <= set(rows.fieldnames):
+            raise ValueError(f"{source}:1: the header must name the columns instance_type and usd_hour")
+        for row in rows:
+            line = rows.line_num
+            name, usd = row["instance_type"], (row["usd_hour"] or "").strip()
+            if not isinstance(name, str) or not _INSTANCE.fullmatch(name.strip()):
+                raise ValueError(f"{source}:{line}: instance_type {_shown(name)} is not a SageMaker instance type "
+                                 "such as ml.g5.xlarge")
+            if not _USD.fullmatch(usd):
+                raise ValueError(f"{source}:{line}: usd_hour {_shown(row['usd_hour'])} must be finite and not "
+                                 "negative, a plain decimal number of US dollars such as 4.10")
+            found[name.strip()] = float(usd)
+    except csv.Error as exc:   # a field over the csv module's 131,072 characters, a NUL byte
+        raise ValueError(f"{source}:{rows.line_num}: not a CSV line poolc reads ({exc})") from None
     return found
 
 

@@ -16,10 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .summary import Forecast, IdleShare, RunForecast, StepForecast, TeamForecast
 
-NonNegative = Annotated[int, Field(ge=0)]
+# every number bounded (seconds: about 31,700 years), so nothing read overflows a float,
+# a datetime or a table's width later (#42: a horizon of 10^400 exited 3)
+BOUND = 10**12
+Seconds = Annotated[int, Field(ge=-BOUND, le=BOUND)]
+NonNegative = Annotated[int, Field(ge=0, le=BOUND)]
 Late = Literal["after-horizon", "never", "stopped"]
-Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Money = Annotated[float, Field(allow_inf_nan=False)]
+Hours = Annotated[float, Field(ge=0, le=BOUND, allow_inf_nan=False)]
+Money = Annotated[float, Field(ge=-BOUND, le=BOUND, allow_inf_nan=False)]
 
 
 class _Model(BaseModel):
@@ -30,9 +34,9 @@ class _Step(_Model):
     id: str
     team: str
     gpu: NonNegative
-    waiting_since: int
+    waiting_since: Seconds
     preempted: bool
-    start: int | Late
+    start: Seconds | Late
     duration: NonNegative | None
     duration_source: str
 
@@ -40,9 +44,9 @@ class _Step(_Model):
 class _Team(_Model):
     team: str
     queued: NonNegative
-    p50_start: int | Late | None
-    p90_start: int | Late | None
-    drained: int | Late | None
+    p50_start: Seconds | Late | None
+    p90_start: Seconds | Late | None
+    drained: Seconds | Late | None
     gpu_hours_admitted: Hours
     gpu_hours_waiting: Hours
     gpu_hours_lost: Hours
@@ -64,15 +68,15 @@ class _Run(_Model):
     pool: str
     policy: str | None
     holds: dict[str, NonNegative]
-    start: int
-    end: int | Literal["unknown"]
-    preempted_at: int | None
+    start: Seconds
+    end: Seconds | Literal["unknown"]
+    preempted_at: Seconds | None
 
 
 class _Forecast(_Model):
     strategy: str
     start: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")]
-    horizon: Annotated[int, Field(gt=0)]
+    horizon: Annotated[int, Field(gt=0, le=BOUND)]
     steps: list[_Step]
     teams: list[_Team]
     idle_reserved: list[_Idle]

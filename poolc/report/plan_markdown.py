@@ -58,7 +58,14 @@ def _who(person: view.Who) -> str:
 
 
 def _team(person: view.Who) -> str:
-    return person.team or "-"
+    return _prose(person.team) if person.team else "-"
+
+
+def _prose(text: object) -> str:
+    """Text from a plan file in the comment's prose: emphasis, code and strikethrough
+    characters escaped (``md_inert``'s zero-width spaces dropped first: ``md_text``
+    places its own), #42: a pool or a message of ``__x__`` rendered bold."""
+    return escape.md_text(str(text).replace("\u200b", ""))
 
 
 def bar(used: int, total: int) -> str:
@@ -91,13 +98,13 @@ def _table(header: Iterable[str], rows: Sequence[Sequence[object]], what: str, b
 
 
 def _names(people: Sequence[view.Who]) -> str:
-    shown = ", ".join(f"{_code(p.name)}" + (f" ({p.team})" if p.team else "") for p in people[:MAX_NAMES])
+    shown = ", ".join(f"{_code(p.name)}" + (f" ({_prose(p.team)})" if p.team else "") for p in people[:MAX_NAMES])
     return shown + (f" and {len(people) - MAX_NAMES} more" if len(people) > MAX_NAMES else "")
 
 
 def _verdict(plan: Plan) -> str:
     solver = plan.solver
-    proven = "proven optimal" if solver.status == "OPTIMAL" else f"{solver.status}, gap {solver.gap:g}"
+    proven = "proven optimal" if solver.status == "OPTIMAL" else f"{_prose(solver.status)}, gap {solver.gap:g}"
     runtime = ""
     if plan.runtime is not None:
         runtime = (" · the cluster (Kueue) agrees" if plan.runtime.agrees
@@ -122,7 +129,7 @@ def _warning(ended: Sequence[consequences.Ends], when: str) -> list[str]:
     if not ended:
         return []
     shown = consequences.grouped(list(ended[:MAX_NAMES]), lambda who: _code(who.name)
-                                 + (f" ({who.team})" if who.team else ""))
+                                 + (f" ({_prose(who.team)})" if who.team else ""))
     more = f"; and {len(ended) - MAX_NAMES} more" if len(ended) > MAX_NAMES else ""
     return [f"> [!WARNING]\n> **Running work ends {when}:** {shown}{more}.", ""]
 
@@ -213,8 +220,9 @@ def _preempted(plan: Plan, budget: int) -> list[str]:
     stopped = view.preempted(plan)
     if not stopped:
         return []
-    rows = [[_who(s.who), _team(s.who), s.pool,
-             ", ".join(_code(x) for x in s.for_[:5]) + (" …" if len(s.for_) > 5 else ""), s.why] for s in stopped]
+    rows = [[_who(s.who), _team(s.who), _prose(s.pool),
+             ", ".join(_code(x) for x in s.for_[:5]) + (" …" if len(s.for_) > 5 else ""), _prose(s.why)]
+            for s in stopped]
     return [f"#### Running work preempted ({len(rows)})", "",
             *_table(["step", "team", "pool", "to make room for", "why"], rows, "preemptions", budget), ""]
 
@@ -222,7 +230,8 @@ def _preempted(plan: Plan, budget: int) -> list[str]:
 def _requests(title: str, requests: list[PlannedRequest], plan: Plan, budget: int, *, rule: bool) -> list[str]:
     if not requests:
         return []
-    rows = [[_code(r.id), plan.team_of(r.id) or "-", r.policy or "-", amounts(r.demand, plan.units),
+    rows = [[_code(r.id), _prose(plan.team_of(r.id)) if plan.team_of(r.id) else "-",
+             _prose(r.policy) if r.policy else "-", amounts(r.demand, plan.units),
              (f"[{r.reason}] " if rule and r.reason else "") + view.humanize(plan, r.message)] for r in requests]
     return [f"#### {title} ({len(requests)})", "",
             *_table(["step", "team", "policy", "demand", "why"], rows, "steps", budget), ""]
@@ -247,7 +256,7 @@ def _pools(plan: Plan, budget: int) -> list[str]:
     rows = []
     for pool in plan.pools:
         for key in sorted(pool.capacity):
-            rows.append([pool.name, key_name(key), cell(key, pool.capacity[key], plan.units),
+            rows.append([_prose(pool.name), key_name(key), cell(key, pool.capacity[key], plan.units),
                          cell(key, pool.used.get(key, 0), plan.units),
                          cell(key, pool.free.get(key, 0), plan.units), bar(pool.used.get(key, 0), pool.capacity[key])])
     if not rows:
@@ -259,9 +268,9 @@ def _pools(plan: Plan, budget: int) -> list[str]:
 def _policies(plan: Plan, budget: int) -> list[str]:
     """Per policy and metered key: reserved, used (running and admitted), borrowed
     above the reserved share, limit; the bar is what it uses of its limit."""
-    rows = [[policy.name, policy.pool, policy.priority, key_name(key), cell(key, policy.reserved[key], plan.units),
-             cell(key, policy.used[key], plan.units), cell(key, policy.borrowed[key], plan.units),
-             cell(key, policy.limit[key], plan.units),
+    rows = [[_prose(policy.name), _prose(policy.pool), policy.priority, key_name(key),
+             cell(key, policy.reserved[key], plan.units), cell(key, policy.used[key], plan.units),
+             cell(key, policy.borrowed[key], plan.units), cell(key, policy.limit[key], plan.units),
              bar(policy.used[key], policy.limit[key])]
             for policy in plan.policies for key in policy.used]
     if not rows:
@@ -324,7 +333,7 @@ def _external(plan: Plan, budget: int) -> list[str]:
     """Foreign work the cluster runs through poolc's queues: counted, never planned."""
     if not plan.external:
         return []
-    rows = [[_code(x.name), x.policy, x.pool, amounts(x.holds, plan.units)] for x in plan.external]
+    rows = [[_code(x.name), _prose(x.policy), _prose(x.pool), amounts(x.holds, plan.units)] for x in plan.external]
     return [f"#### Running outside poolc ({len(rows)})", "",
             *_table(["workload", "policy", "pool", "holds"], rows, "foreign workloads", budget), ""]
 
@@ -394,5 +403,6 @@ def render_errors(errors: Sequence[Diagnostic], command: str) -> str:
             break
         lines.append(line)
         used += len(line) + 1
-    lines += ["", "Reproduce locally:", "", "```sh", command, "```"]
+    # a fence longer than any backtick run in the command: a crafted path cannot close it (#42)
+    lines += ["", "Reproduce locally:", "", escape.md_fence(command, "sh")]
     return escape.guard_lines("\n".join(lines) + "\n")

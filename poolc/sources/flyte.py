@@ -96,6 +96,11 @@ def _resources_of(reader: LiteralReader, node: ast.expr, path: SubPath) -> tuple
     return value["__resources__"], value["__library__"]
 
 
+# a GPU count written as a string: ASCII digits, at most 9 ("²".isdigit() is true and int()
+# refuses it; 5,000 digits exceed Python's int conversion limit: both exited 3, #42)
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
 def _first(value: Any) -> Any:
     """The request of a (request, limit) pair; a single value is both."""
     return value[0] if isinstance(value, list) and len(value) == 2 else value
@@ -143,12 +148,12 @@ def _gpu(value: Any, where: Place, library: str) -> tuple[int, str | None]:
         return _flyte_device(gpu.get("device"), gpu.get("quantity", 1), gpu.get("partition"), where)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value, None
-    if isinstance(value, str) and value.isdigit() and library == "flytekit":
+    if isinstance(value, str) and _COUNT.fullmatch(value) and library == "flytekit":
         return int(value), None
     if isinstance(value, str) and library == "flyte":
         device, _, count = value.partition(":")
         known = device in flyte_devices.FLYTE or device in flyte_devices.FLYTE_UNMAPPED
-        if known and count.isdigit() and 1 <= int(count) <= flyte_devices.FLYTE_MAX_GPUS:
+        if known and _COUNT.fullmatch(count) and 1 <= int(count) <= flyte_devices.FLYTE_MAX_GPUS:
             return _flyte_device(device, int(count), None, where)
         raise _Bad(where, f"gpu={value!r}: flyte refuses it (an accelerator string is '<device>:<1 to 8>', such as "
                    "'A100:2', or give a count or GPU(device=..., quantity=...))")

@@ -72,7 +72,7 @@ def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
     def add(name: str, node: ast.AST) -> None:
         found.setdefault(name, []).append(node)
 
-    def visit(statements: list[ast.stmt]) -> None:
+    def visit(statements: list[ast.stmt], top: bool = True) -> None:
         for node in statements:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 add(node.name, node)
@@ -98,20 +98,22 @@ def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
                 for item in node.items:
                     for name in _targets(item.optional_vars) if item.optional_vars else []:
                         add(name, node)
-            for inner in ast.walk(node) if not isinstance(node, (ast.Import, ast.ImportFrom)) else ():
+            # a top-level statement is walked once for := (the blocks below it are inside
+            # that walk: walking each again cost a pass per level of nesting, #42)
+            for inner in ast.walk(node) if top and not isinstance(node, (ast.Import, ast.ImportFrom)) else ():
                 if isinstance(inner, ast.NamedExpr):
                     add(inner.target.id, inner)
             for block in ("body", "orelse", "finalbody"):
                 if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith)):
-                    visit(getattr(node, block, []) or [])
+                    visit(getattr(node, block, []) or [], False)
             if isinstance(node, ast.Try):
                 for handler in node.handlers:
                     if handler.name:
                         add(handler.name, handler)
-                    visit(handler.body)
+                    visit(handler.body, False)
             if isinstance(node, ast.Match):
                 for case in node.cases:
-                    visit(case.body)
+                    visit(case.body, False)
 
     visit(tree.body)
     return found

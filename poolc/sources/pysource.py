@@ -33,11 +33,53 @@ class PySource:
         return Place(self.file, (line, col, end_line, end_col))
 
 
+# Budgets, like the YAML reader's (poolc.load): a source file is read in time and memory
+# linear in its size, and refused at once beyond them (#42: the syntax tree of an 8 MB
+# file took 3.9 GB, a 1,100-term expression ran out of stack). Real step modules are a
+# few KiB; generated or vendored code is not where a pipeline's resources are written.
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+MAX_SOURCE_NODES = 250_000        # syntax-tree nodes (the YAML reader's node budget)
+MAX_SOURCE_DEPTH = 200            # nesting of the tree: Python's own parser stops near 200 brackets
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _budget_problem(text: str) -> str | None:
+    """Why the text is beyond the budgets before it is parsed: its size, or more tokens
+    than the node budget allows (a tree is never built to find out)."""
+    if len(text.encode("utf-8")) > MAX_SOURCE_BYTES:
+        return f"it is larger than {MAX_SOURCE_BYTES} bytes"
+    tokens = 0
+    for _ in _TOKEN.finditer(text):
+        tokens += 1
+        if tokens > 2 * MAX_SOURCE_NODES:
+            return f"it holds more than {2 * MAX_SOURCE_NODES} tokens"
+    return None
+
+
+def _tree_problem(tree: ast.AST) -> str | None:
+    """Why the parsed tree is beyond the node or depth budget, walked once without recursion."""
+    nodes = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_SOURCE_NODES:
+            return f"its syntax tree has more than {MAX_SOURCE_NODES} nodes"
+        if depth > MAX_SOURCE_DEPTH:
+            return f"it nests deeper than {MAX_SOURCE_DEPTH} levels (an expression of that many terms, or blocks)"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
 def parse(path: str) -> tuple[PySource | None, list[Diagnostic]]:
-    """The file parsed, or the diagnostic that says why not (C001 unreadable, C002 syntax)."""
+    """The file parsed, or the diagnostic that says why not (C001 unreadable, C002 syntax
+    or beyond the budgets)."""
     text, problem = read_text(path)
     if text is None:
         return None, [_as_source_problem(problem, path)]
+    beyond = _budget_problem(text)
+    if beyond is not None:
+        return None, [_beyond(path, beyond)]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # SyntaxWarning on odd escapes is not ours to print
@@ -50,8 +92,17 @@ def parse(path: str) -> tuple[PySource | None, list[Diagnostic]]:
         return None, [Place(path, (line, col, line, col)).diagnostic(
             d.C002, f"Python syntax error: {message}; poolc reads this file to find the steps' resources")]
     except (ValueError, RecursionError, MemoryError) as exc:
-        return None, [Place(path, (1, 1, 1, 1)).diagnostic(d.C002, f"cannot parse this file: {exc}")]
+        return None, [Place(path, (1, 1, 1, 1)).diagnostic(d.C002, f"cannot parse this file: {str(exc)[:200]}")]
+    beyond = _tree_problem(tree)
+    if beyond is not None:
+        return None, [_beyond(path, beyond)]
     return PySource(path, text, tree), []
+
+
+def _beyond(path: str, why: str) -> Diagnostic:
+    return Place(path, (1, 1, 1, 1)).diagnostic(
+        d.C002, f"poolc does not read this file as code: {why}; write the steps' resources in a smaller module "
+        "(or in the Pipeline document)")
 
 
 def _as_source_problem(problem: Diagnostic | None, path: str) -> Diagnostic:

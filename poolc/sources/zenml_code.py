@@ -552,12 +552,14 @@ def _calls(function: ast.AST) -> list[tuple[ast.Call, ast.AST | None, ast.AST | 
 
 def _early_returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     """Conditions of a pipeline body with a ``return`` under them: steps after them may not run."""
-    found: list[ast.stmt] = []
-    for node in ast.walk(function):
-        if isinstance(node, (ast.If, ast.Try, ast.Match)) and node is not function:
-            if any(isinstance(inner, ast.Return) for inner in ast.walk(node)):
-                found.append(node)
-    return found
+    order = list(ast.walk(function))        # every parent before its children
+    parent = {id(child): node for node in order for child in ast.iter_child_nodes(node)}
+    holds_return: set[int] = set()          # one pass from the leaves up, not one walk per block (#42)
+    for node in reversed(order):
+        if (isinstance(node, ast.Return) or id(node) in holds_return) and id(node) in parent:
+            holds_return.add(id(parent[id(node)]))
+    return [node for node in order if isinstance(node, (ast.If, ast.Try, ast.Match)) and node is not function
+            and id(node) in holds_return]
 
 
 class Pipeline:
