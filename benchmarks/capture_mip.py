@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
             nonlocal count
             count += 1
             copy = model.clone()      # with the hint CP-SAT's quick attempt started from
-            for row in set(b.cut_rows + b.link_rows):
+            for row in set(b.rows["request dominance"] + b.rows["request dominance literals"]):
                 clear_row(copy, row)
             path = args.out / f"{args.generator}-{args.requests}-{seed}-{count}.pbtxt"
             path.write_text(str(copy.proto), encoding="utf-8")

@@ -13,7 +13,8 @@ every request pick any of the 40 shapes instead (about 1,000 request classes, a
 much harder instance); `--generator heavy-tailed` gives each component 30 of 300
 platform shapes, each with its own fixed preemptible flag, drawn Zipf(1.2) (a few
 shapes most of the time, a long tail of rare ones: 281 classes at 1,000 requests,
-448 at 10,000). The Problem is built directly, no YAML involved.
+448 at 10,000); `--generator fleet` gives each component 80 of 200 shapes drawn
+evenly (about 700 classes at 1,000 requests, 1,200 at 10,000). The Problem is built directly, no YAML involved.
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ def seed_range(text: str, sep: str = ",") -> list[int]:
     return out
 
 
-GENERATORS = ("repertoire", "any-shape", "heavy-tailed")
+GENERATORS = ("repertoire", "any-shape", "heavy-tailed", "fleet")
 HEAVY_SHAPES, HEAVY_PER_TEAM, HEAVY_ZIPF = 300, 30, 1.2
+FLEET_SHAPES, FLEET_PER_TEAM = 200, 80
 
 
 def heavy_tailed(rng: random.Random, subjects: list[str]) -> dict[str, list[tuple[dict[str, int], bool]]]:
@@ -145,6 +147,14 @@ def heavy_tailed(rng: random.Random, subjects: list[str]) -> dict[str, list[tupl
     team's draws are Zipf(1.2) over its kinds (`zipf_weights`)."""
     shapes = [(shape, rng.random() < 0.85) for shape in make_shapes(rng, HEAVY_SHAPES)]
     return {s: rng.sample(shapes, HEAVY_PER_TEAM) for s in subjects}
+
+
+def fleet(rng: random.Random, subjects: list[str]) -> dict[str, list[tuple[dict[str, int], bool]]]:
+    """Per team, its 80 (shape, preemptible) kinds out of 200 platform shapes, drawn
+    evenly: a large organisation's fleet, where 15 teams x 80 kinds give about 1,200
+    request classes once 10,000 requests have drawn (about 700 at 1,000)."""
+    shapes = [(shape, rng.random() < 0.85) for shape in make_shapes(rng, FLEET_SHAPES)]
+    return {s: rng.sample(shapes, FLEET_PER_TEAM) for s in subjects}
 
 
 def zipf_weights(count: int, exponent: float = HEAVY_ZIPF) -> list[float]:
@@ -175,6 +185,7 @@ def make_problem(seed: int, n_pools: int = 20, components: int = 15, per: int = 
                   for s in sorted({q.subject for q in policies})}
     subjects = sorted(repertoire)
     heavy = heavy_tailed(rng, subjects) if generator == "heavy-tailed" else {}
+    kinds = fleet(rng, subjects) if generator == "fleet" else {}
     cum = zipf_weights(HEAVY_PER_TEAM)
     requests = []
     for rank in range(n_requests):
@@ -184,6 +195,8 @@ def make_problem(seed: int, n_pools: int = 20, components: int = 15, per: int = 
             shape, preemptible = rng.choice(shapes), rng.random() < 0.85
         elif heavy:
             shape, preemptible = rng.choices(heavy[who], cum_weights=cum)[0]
+        elif kinds:
+            shape, preemptible = rng.choice(kinds[who])
         requests.append(Request(f"pipe-{rank // 20:04d}/step-{rank % 20:02d}", who, dict(shape),
                                 preemptible, rank))
     return Problem(tuple(pools), tuple(policies), tuple(requests), tuple(running))

@@ -495,7 +495,7 @@ def test_request_dominance_cuts_remove_no_optimum(block: int, monkeypatch: pytes
     def counted(b):  # type: ignore[no-untyped-def]
         nonlocal rows
         real(b)
-        rows += len(b.cut_rows)
+        rows += len(b.rows["request dominance"])
 
     monkeypatch.setattr(dominance, "request_dominance", counted)
     for seed, sol in zip(range(block * 15, block * 15 + 15), plain, strict=True):
@@ -526,10 +526,10 @@ def test_dropped_dominance_rows_take_their_literals_definitions_with_them(monkey
     def inspected(run, b, *args):  # type: ignore[no-untyped-def]
         nonlocal cleared
         out = real(run, b, *args)
-        for row in b.cut_rows + b.link_rows:
+        for row in b.rows["request dominance"] + b.rows["request dominance literals"]:
             ct = b.model.proto.constraints[row]
             assert not ct.has_linear() and len(ct.enforcement_literal) == 0
-        cleared += len(b.link_rows)
+        cleared += len(b.rows["request dominance literals"])
         return out
 
     monkeypatch.setattr(loop, "solve_part", inspected)
@@ -825,17 +825,17 @@ def test_an_answer_from_before_the_dominance_rows_gets_their_literals_from_its_c
     for seed in range(40):
         p = random_crowded_problem(seed)
         _, b = parts.models(p, settings)[1][0]
-        b.model.maximize(linear([(x, 1) for x in b.n.values()]))
+        b.model.maximize(linear([(x, 1) for x in b.var.admitted.values()]))
         solver = attempts.cp_solver(settings, 5.0, presolve=True, kind="count")
         assert solver.solve(b.model) == cpsat.OPTIMAL
         dominance.request_dominance(b)
-        if not b.used:
+        if not b.aux.used:
             continue
         answer = hints.answer(b, solver)
-        for (ci, pi), u in b.used.items():
-            assert answer[u.index] == int(answer[b.n[ci, pi].index] >= 1)
-        for (ci, k), a in b.atleast.items():
-            admitted = sum(answer[b.n[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
+        for (ci, pi), u in b.aux.used.items():
+            assert answer[u.index] == int(answer[b.var.admitted[ci, pi].index] >= 1)
+        for (ci, k), a in b.aux.at_least.items():
+            admitted = sum(answer[b.var.admitted[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
             assert answer[a.index] == int(admitted >= k + 1)
         hints.hint(b, answer)
         again = attempts.cp_solver(settings, 5.0, presolve=True, kind="count")
@@ -862,3 +862,20 @@ def test_a_large_part_gives_the_fifo_retry_longer_before_the_rows(monkeypatch: p
         check_against_bruteforce(random_contention_problem(seed), large_part)
     assert small >= 10
     assert rows[0] == small
+
+
+def test_every_row_of_a_built_model_is_recorded_under_exactly_one_rule():
+    """`constraints.RULES` lists the model's rows by rule name: on crowded platforms
+    (with the request dominance rows in from the start) every row the build adds
+    is recorded under one rule, no row under two, and every rule but the prefix
+    sums (added when FIFO is reached) records some row on some platform."""
+    from poolc.planner.optimal import parts
+    from poolc.planner.optimal.constraints import RULES
+
+    seen: set[str] = set()
+    for seed in range(30):
+        for _, b in parts.models(random_crowded_problem(seed), SolverSettings(request_dominance="all"))[1]:
+            recorded = [row for rows in b.rows.values() for row in rows]
+            assert sorted(recorded) == list(range(len(b.model.proto.constraints))), seed
+            seen |= {rule for rule, rows in b.rows.items() if rows}
+    assert seen == set(RULES) - {"prefix sums"}

@@ -30,11 +30,11 @@ def victim_dominance(b: Built) -> None:
             big = b.victims[gj]
             if any(big.holds.get(k, 0) < h for k, h in lone.holds.items()) or not set(lone.borrows) <= set(big.borrows):
                 continue
-            if gj in b.flagged and gi not in b.flagged:
+            if gj in b.short.governed and gi not in b.short.governed:
                 continue    # a restricted copy preempts the lone one outright, the big one only when allowed
             later = sum(1 for a in big.members if a.start_rank > rank)
             if later:
-                b.model.add(b.v[gj] >= later * b.v[gi])
+                b.model.add(b.var.preempted[gj] >= later * b.var.preempted[gi])
 
 
 def dominates(a: RequestClass, pa: int, other: RequestClass, pb: int,
@@ -79,37 +79,37 @@ def request_dominance(b: Built) -> None:
     distinct c(k) < what B can reach, at the largest such k, enforced by
     ``n_Bq >= 1`` and ``t_A <= k`` (always true when k >= what A can reach)."""
     model = b.model
-    b.used.clear()       # an earlier call's literals lost their definitions with its rows
-    b.atleast.clear()    # (a FIFO solved again after a reopen): each call defines its own
+    b.aux.used.clear()       # an earlier call's literals lost their definitions with its rows
+    b.aux.at_least.clear()    # (a FIFO solved again after a reopen): each call defines its own
 
     def total(ci: int) -> cp_model.LinearExpr:
-        return cp_model.LinearExpr.sum([b.n[ci, pi] for pi in range(len(b.classes[ci].policies))])
+        return cp_model.LinearExpr.sum([b.var.admitted[ci, pi] for pi in range(len(b.classes[ci].policies))])
 
     def used(ci: int, pi: int) -> cp_model.IntVar:
-        if (ci, pi) not in b.used:
+        if (ci, pi) not in b.aux.used:
             u = model.new_bool_var(f"used_{ci}_{pi}")
-            b.link_rows += [len(model.proto.constraints), len(model.proto.constraints) + 1]
-            model.add(b.n[ci, pi] >= 1).only_enforce_if(u)
-            model.add(b.n[ci, pi] == 0).only_enforce_if(~u)
-            b.used[ci, pi] = u
+            b.rows["request dominance literals"] += [len(model.proto.constraints), len(model.proto.constraints) + 1]
+            model.add(b.var.admitted[ci, pi] >= 1).only_enforce_if(u)
+            model.add(b.var.admitted[ci, pi] == 0).only_enforce_if(~u)
+            b.aux.used[ci, pi] = u
             b.all_vars.append(u)
-        return b.used[ci, pi]
+        return b.aux.used[ci, pi]
 
     def atleast(ci: int, k: int) -> cp_model.IntVar:
-        if (ci, k) not in b.atleast:
+        if (ci, k) not in b.aux.at_least:
             a = model.new_bool_var(f"atleast_{ci}_{k}")
-            b.link_rows += [len(model.proto.constraints), len(model.proto.constraints) + 1]
+            b.rows["request dominance literals"] += [len(model.proto.constraints), len(model.proto.constraints) + 1]
             model.add(total(ci) >= k + 1).only_enforce_if(a)
             model.add(total(ci) <= k).only_enforce_if(~a)
-            b.atleast[ci, k] = a
+            b.aux.at_least[ci, k] = a
             b.all_vars.append(a)
-        return b.atleast[ci, k]
+        return b.aux.at_least[ci, k]
 
     ranks = [[r.rank for r in cls.members] for cls in b.classes]
     for name in sorted(b.through):
         here = b.through[name]
         pool = b.classes[here[0][0]].policies[here[0][1]].pool
-        shortable = frozenset(k for p, k in b.shortable if p == pool)
+        shortable = frozenset(k for p, k in b.short.shortable if p == pool)
         for ca, pa in here:
             A = b.classes[ca]
             for cb, pb in here:
@@ -125,5 +125,5 @@ def request_dominance(b: Built) -> None:
                     when: list[cp_model.LiteralT] = [used(cb, pb)]
                     if k < b.reach[ca]:
                         when.append(~atleast(ca, k))
-                    b.cut_rows.append(len(model.proto.constraints))
+                    b.rows["request dominance"].append(len(model.proto.constraints))
                     model.add(total(cb) <= c).only_enforce_if(when)

@@ -27,10 +27,10 @@ def hand_out(problem: Problem, results: list[tuple[Built, PartResult]], objectiv
         for ci, cls in enumerate(b.classes):
             queue = iter(cls.members)                       # lowest arrival rank first
             for pi, q in enumerate(cls.policies):           # preferred policy first
-                for j in range(r.vals.n[ci, pi]):
+                for j in range(r.vals.admitted[ci, pi]):
                     req = next(queue)
                     admitted[req.id] = q
-                    if j < r.vals.z.get((ci, pi), 0):
+                    if j < r.vals.in_share.get((ci, pi), 0):
                         in_share.add(req.id)
     demand = {r.id: r.demand for r in problem.requests}
     borrowed = borrowed_parts(problem)
@@ -40,7 +40,7 @@ def hand_out(problem: Problem, results: list[tuple[Built, PartResult]], objectiv
     preempted: dict[str, list[str]] = {}
     for b, r in results:
         for gi, vc in enumerate(b.victims):
-            for alloc in vc.members[:r.vals.v[gi]]:         # most recently started first
+            for alloc in vc.members[:r.vals.preempted[gi]]:         # most recently started first
                 preempted[alloc.name] = made_room_for(vc.policy, borrowed[alloc.name], vc.holds,
                                                       by_pool.get(alloc.pool, []), admitted, in_share, demand)
     return Solution(strategy="optimal",

@@ -33,10 +33,10 @@ def derive(b: Built, hint: dict[int, int]) -> None:
     """Set the literals of `dominance.request_dominance` and the short-key flags in
     ``hint`` from its counts."""
     short_hint(b, hint)
-    for (ci, pi), u in b.used.items():
-        hint[u.index] = int(hint[b.n[ci, pi].index] >= 1)
-    for (ci, k), a in b.atleast.items():
-        t = sum(hint[b.n[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
+    for (ci, pi), u in b.aux.used.items():
+        hint[u.index] = int(hint[b.var.admitted[ci, pi].index] >= 1)
+    for (ci, k), a in b.aux.at_least.items():
+        t = sum(hint[b.var.admitted[ci, pi].index] for pi in range(len(b.classes[ci].policies)))
         hint[a.index] = int(t >= k + 1)
 
 
@@ -45,10 +45,10 @@ def exact_assignment(b: Built, value: Callable[[cp_model.IntVar], int]) -> dict[
     value, so the assignment satisfies every later tier constraint as a hint."""
     out = {var.index: value(var) for var in b.all_vars}
     vals = decisions(b, value)
-    for ci, f in b.fifo.items():
-        out[f.index] = prefix([b.rank_n - r.rank for r in b.classes[ci].members])[vals.t[ci]]
-    for gi, f in b.late.items():
-        out[f.index] = prefix([a.start_rank for a in b.victims[gi].members])[vals.v[gi]]
+    for ci, f in b.aux.fifo_credit.items():
+        out[f.index] = prefix([b.rank_n - r.rank for r in b.classes[ci].members])[vals.total[ci]]
+    for gi, f in b.aux.late_credit.items():
+        out[f.index] = prefix([a.start_rank for a in b.victims[gi].members])[vals.preempted[gi]]
     return out
 
 
@@ -81,24 +81,24 @@ def restricted(b: Built, floor: float, vfloor: float, assignment: dict[int, int]
     model = (b.model if base is None else base).clone()
     moved = dict(assignment)
     short_hint(b, moved)
-    for gi, var in b.v.items():
+    for gi, var in b.var.preempted.items():
         vc = b.victims[gi]
         size, copy = len(vc.members), model.get_int_var_from_proto_index(var.index)
-        if vc.policy.priority < vfloor and gi not in b.flagged:
+        if vc.policy.priority < vfloor and gi not in b.short.governed:
             model.add(copy == size)
             moved[var.index] = size
         elif vc.policy.priority < vfloor:
             # preempted whenever a key it borrows on is short (`short_keys`): still only frees room
             for k in vc.borrows:
-                if (vc.policy.pool, k) in b.short:
-                    model.add(copy >= size * model.get_int_var_from_proto_index(b.short[vc.policy.pool, k].index))
+                if (vc.policy.pool, k) in b.short.flag:
+                    model.add(copy >= size * model.get_int_var_from_proto_index(b.short.flag[vc.policy.pool, k].index))
             if allowed(b, gi, moved):
                 moved[var.index] = size
-    for (ci, pi), var in b.n.items():
+    for (ci, pi), var in b.var.admitted.items():
         # a pool where an admission can make a key short keeps them: dropping one
         # could take away the shortage that allows a victim (`short_keys`)
-        if b.classes[ci].policies[pi].priority < floor and b.classes[ci].policies[pi].pool not in b.short_pools:
-            z = b.z.get((ci, pi))
+        if b.classes[ci].policies[pi].priority < floor and b.classes[ci].policies[pi].pool not in b.short.pools:
+            z = b.var.in_share.get((ci, pi))
             if z is None:
                 model.add(model.get_int_var_from_proto_index(var.index) == 0)
                 moved[var.index] = 0

@@ -186,14 +186,14 @@ def fix(b: Built, st: PartResult, i: int, expr: cp_model.LinearExpr, value: int)
     b.model.add(expr >= value if b.tiers[i - 1].maximize else expr <= value)
     if i == b.count_tiers + 1:
         for ci, cls in enumerate(b.classes):
-            b.model.add(sum(b.n[ci, pi] for pi in range(len(cls.policies))) == st.vals.t[ci])
+            b.model.add(sum(b.var.admitted[ci, pi] for pi in range(len(cls.policies))) == st.vals.total[ci])
     st.rows[i] = list(range(first, len(b.model.proto.constraints)))
 
 
 def drop_cuts(b: Built) -> None:
     """Clear the request dominance rows and the rows defining their literals: once
     FIFO is fixed every plan meeting it obeys them, and they slow the tiers after."""
-    for row in b.cut_rows + b.link_rows:
+    for row in b.rows["request dominance"] + b.rows["request dominance literals"]:
         clear_row(b.model, row)
 
 
@@ -209,7 +209,7 @@ def polished(run: Run, b: Built, tier: Tier, objective: cp_model.LinearExprT, as
     every tier so far (the same admissions, the tier rows in the model), so it is
     a valid hint; the fold's result does not depend on it being optimal."""
     model = b.model.clone()
-    for var in b.n.values():
+    for var in b.var.admitted.values():
         model.add(var == assignment[var.index])
     model.clear_objective()
     (model.maximize if tier.maximize else model.minimize)(objective)

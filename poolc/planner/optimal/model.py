@@ -8,25 +8,27 @@ read. The small helpers write the linear expressions the rules and tiers share.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from .classes import RequestClass, VictimClass
+from .constraints import RULES
 
 Terms = list[tuple[cp_model.IntVar, int]]
 SAFE = 2**62        # keep every linear term inside CP-SAT's int64 arithmetic
 
 
-@dataclass
+@dataclass(frozen=True)
 class Values:
-    """Decision values of one solution: counts per (class, policy), in-share counts,
-    preempted counts per victim class, and admitted counts per class."""
+    """One solution in the classes' terms, read from the decision variables: what
+    the tiers' exact values and the hand-out are computed from."""
 
-    n: dict[tuple[int, int], int]
-    z: dict[tuple[int, int], int]
-    v: dict[int, int]
-    t: dict[int, int]
+    admitted: dict[tuple[int, int], int]    # (class, policy) -> members admitted through the policy
+    in_share: dict[tuple[int, int], int]    # (class, policy) -> of those, admitted inside its reserved share
+    preempted: dict[int, int]               # victim class -> members preempted
+    total: dict[int, int]                   # class -> members admitted through any policy
 
 
 @dataclass
@@ -59,41 +61,80 @@ class Layout:
     rank_n: int
 
 
+@dataclass(frozen=True)
+class Decisions:
+    """The decision variables of one part; every other variable of the model is
+    derived from them (the short-key flags, the tiers' prefix sums, the literals
+    of the request dominance rows) and every rule is written over them."""
+
+    admitted: dict[tuple[int, int], cp_model.IntVar]   # (class, policy): members admitted through the policy
+    in_share: dict[tuple[int, int], cp_model.IntVar]   # (class, policy): of those, inside its reserved share
+    #                                                    (only where one member's demand fits the reserve)
+    preempted: dict[int, cp_model.IntVar]              # victim class: members preempted
+
+    def all(self) -> list[cp_model.IntVar]:
+        """Every decision variable, in the order the model's hint lists them."""
+        return list(self.admitted.values()) + list(self.in_share.values()) + list(self.preempted.values())
+
+
+@dataclass(frozen=True)
+class ShortKeys:
+    """H5's flags (`short_keys`): which (pool, key) is short in a plan, and what
+    each flag is read from."""
+
+    flag: dict[tuple[str, str], cp_model.IntVar] = field(default_factory=dict)  # (pool, key): 1 only if short
+    use: dict[tuple[str, str], tuple[Terms, int, int]] = field(default_factory=dict)  # (pool, key): admitted
+    #                                                  units as terms, units kept before the plan, capacity
+    pools: frozenset[str] = frozenset()                # pools where some flag can be 1
+    shortable: frozenset[tuple[str, str]] = frozenset()   # (pool, key) whose flag can be 1
+    governed: frozenset[int] = frozenset()             # victim classes preempted only while a flag is 1
+
+
+@dataclass
+class Derived:
+    """Variables a tier or a cut adds when it is reached, each a function of the
+    decisions: a tier's prefix sums, the request dominance rows' literals."""
+
+    fifo_credit: dict[int, cp_model.IntVar] = field(default_factory=dict)   # class: FIFO credit of its admitted
+    late_credit: dict[int, cp_model.IntVar] = field(default_factory=dict)   # victim class: start-rank credit
+    used: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)      # (class, policy): admits >= 1
+    at_least: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)  # (class, k): admits >= k + 1
+
+
 @dataclass
 class Built:
-    """The CP-SAT model of one part, its variables by class, policy and victim
-    class, and what the rules, cuts and tiers recorded while building it."""
+    """The CP-SAT model of one part as it grows: what it decides on (`Decisions`),
+    the facts about its classes the rules read, the rows each rule added
+    (`constraints.RULES`), and the tiers in order."""
 
     model: cp_model.CpModel
     classes: list[RequestClass]
     victims: list[VictimClass]
-    rank_n: int
-    n: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)   # (class, policy idx)
-    z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
-    v: dict[int, cp_model.IntVar] = field(default_factory=dict)               # victim class
-    short: dict[tuple[str, str], cp_model.IntVar] = field(default_factory=dict)   # (pool, key) -> is short
-    short_use: dict[tuple[str, str], tuple[Terms, int, int]] = field(default_factory=dict)  # its used, kept, cap
-    short_pools: set[str] = field(default_factory=set)                        # pools with a flag that can be 1
-    shortable: set[tuple[str, str]] = field(default_factory=set)              # (pool, key) whose flag can be 1
-    flagged: set[int] = field(default_factory=set)                            # victim classes the flags govern
-    fifo: dict[int, cp_model.IntVar] = field(default_factory=dict)            # class -> prefix var
-    late: dict[int, cp_model.IntVar] = field(default_factory=dict)            # victim class -> prefix var
-    all_vars: list[cp_model.IntVar] = field(default_factory=list)
+    rank_n: int                                                # FIFO's constant: above every arrival rank
+    var: Decisions = field(default_factory=lambda: Decisions({}, {}, {}))
+    short: ShortKeys = field(default_factory=ShortKeys)
+    aux: Derived = field(default_factory=Derived)
+    all_vars: list[cp_model.IntVar] = field(default_factory=list)   # every variable the hint covers, in order
     tiers: list[Tier] = field(default_factory=list)
-    reach: dict[int, int] = field(default_factory=dict)                       # class -> most it can admit
-    reach_via: dict[tuple[int, int], int] = field(default_factory=dict)       # (class, policy idx) -> same
-    through: dict[str, list[tuple[int, int]]] = field(default_factory=dict)   # policy -> its (class, policy idx)
-    victims_of: dict[str, list[int]] = field(default_factory=dict)           # policy -> its victim classes
-    count_tiers: int = 0                                                      # |Z|, admissions, victims
-    used: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)    # (class, policy) -> n >= 1
-    atleast: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)  # (class, k) -> t >= k + 1
-    cut_rows: list[int] = field(default_factory=list)                         # request dominance rows
-    link_rows: list[int] = field(default_factory=list)                        # their literals' definitions
-    mip_work: list[tuple[int, int]] = field(default_factory=list)             # per MIP retry: nodes, LP iterations
+    count_tiers: int = 0                                            # |Z|, admissions, victims: tiers before FIFO
+    reach: dict[int, int] = field(default_factory=dict)             # class -> most it can admit
+    reach_via: dict[tuple[int, int], int] = field(default_factory=dict)   # (class, policy) -> most through it
+    through: dict[str, list[tuple[int, int]]] = field(default_factory=dict)   # policy -> its (class, policy)
+    victims_of: dict[str, list[int]] = field(default_factory=dict)  # policy -> its victim classes
+    rows: dict[str, list[int]] = field(default_factory=lambda: {name: [] for name in RULES})  # rule -> its rows
+    mip_work: list[tuple[int, int]] = field(default_factory=list)   # per MIP retry: nodes, LP iterations
 
     def requests(self) -> int:
         """How many pending requests the part holds (what its size thresholds count)."""
         return sum(len(c.members) for c in self.classes)
+
+
+@contextmanager
+def recording(b: Built, rule: str) -> Iterator[None]:
+    """Record the rows added inside the block as ``rule``'s (a name in `RULES`)."""
+    first = len(b.model.proto.constraints)
+    yield
+    b.rows[rule].extend(range(first, len(b.model.proto.constraints)))
 
 
 def prefix(weights: list[int]) -> list[int]:
@@ -133,9 +174,11 @@ def lookup(assignment: dict[int, int], default: int | None = None) -> Callable[[
 
 def decisions(b: Built, value: Callable[[cp_model.IntVar], int]) -> Values:
     """The decision values of ``b`` under ``value``."""
-    n = {k: value(x) for k, x in b.n.items()}
-    return Values(n=n, z={k: value(x) for k, x in b.z.items()}, v={k: value(x) for k, x in b.v.items()},
-                  t={ci: sum(n[ci, pi] for pi in range(len(cls.policies))) for ci, cls in enumerate(b.classes)})
+    admitted = {k: value(x) for k, x in b.var.admitted.items()}
+    return Values(admitted=admitted, in_share={k: value(x) for k, x in b.var.in_share.items()},
+                  preempted={k: value(x) for k, x in b.var.preempted.items()},
+                  total={ci: sum(admitted[ci, pi] for pi in range(len(cls.policies)))
+                         for ci, cls in enumerate(b.classes)})
 
 
 def clear_row(model: cp_model.CpModel, row: int) -> None:

@@ -160,7 +160,7 @@ def mip_retry(run: Run, b: Built, model: cp_model.CpModel, solver: cp_model.CpSo
     of a CPU second, so it runs only after CP-SAT's quick attempt failed
     (docs/solver.md, "The MIP retry")."""
     settings = run.settings
-    skip = set(b.cut_rows + b.link_rows)
+    skip = set(b.rows["request dominance"] + b.rows["request dominance literals"])
     if not mip_on(settings) or not mip.translatable(model.proto, skip):
         return None
     start = list(solver.response_proto.solution) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ...domain.problem import Pool, Problem
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from .classes import RequestClass, known_running, metered_holds
-from .model import SAFE, Built, Terms, linear, most
+from .model import SAFE, Built, Terms, linear, most, recording
 from .short_keys import short_keys
 
 
@@ -108,23 +108,26 @@ def hard_rules(problem: Problem, b: Built, pools: list[str]) -> None:
         """(victim class, units of k each member frees) for those of ``classes`` holding k."""
         return [(gi, b.victims[gi].holds[k]) for gi in classes if b.victims[gi].holds.get(k, 0) > 0]
 
-    def rule(used: Terms, const: int, victims: list[tuple[int, int]], bound: int, name: str) -> None:
-        cap_rule(b.model, b, used, const, [(b.v[g], h) for g, h in victims],
-                 const - sum(len(b.victims[g].members) * h for g, h in victims), bound, name)
+    def rule(kind: str, used: Terms, const: int, victims: list[tuple[int, int]], bound: int, name: str) -> None:
+        with recording(b, kind):
+            cap_rule(b.model, b, used, const, [(b.var.preempted[g], h) for g, h in victims],
+                     const - sum(len(b.victims[g].members) * h for g, h in victims), bound, name)
 
     at_pool: dict[str, list[tuple[int, int]]] = {}          # (class, policy) in class order
-    for ci, pi in b.n:
+    for ci, pi in b.var.admitted:
         at_pool.setdefault(b.classes[ci].policies[pi].pool, []).append((ci, pi))
 
+    use: dict[tuple[str, str], tuple[Terms, int, int]] = {}   # what H5's flags read, per (pool, key)
     for pool in (problem.pool(name) for name in pools):
         for k in sorted(pool.capacity):
-            used = [(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in at_pool.get(pool.name, [])
+            used = [(b.var.admitted[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in at_pool.get(pool.name, [])
                     if b.classes[ci].demands[pi].get(k, 0) > 0]
-            rule(used, held.pool.get((pool.name, k), 0),
+            rule("capacity", used, held.pool.get((pool.name, k), 0),
                  freed(by_pool.get(pool.name, []), k), pool.capacity[k],
                  f"cap_{pool.name}_{k}")
-            b.short_use[pool.name, k] = (used, held.pool.get((pool.name, k), 0), pool.capacity[k])
-    short_keys(b, by_pool)
+            use[pool.name, k] = (used, held.pool.get((pool.name, k), 0), pool.capacity[k])
+    with recording(b, "short keys"):
+        b.short = short_keys(b, by_pool, use)
 
     inside = set(pools)
     for q in sorted(problem.policies, key=lambda q: q.name):
@@ -135,13 +138,14 @@ def hard_rules(problem: Problem, b: Built, pools: list[str]) -> None:
             mine = [(ci, pi) for ci, pi in b.through.get(q.name, []) if b.classes[ci].demands[pi].get(k, 0) > 0]
             terms = freed(b.victims_of.get(q.name, []), k)
             const = held.policy.get((q.name, k), 0)
-            rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
+            rule("limit", [(b.var.admitted[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine], const, terms,
                  q.limit.get(k, found.capacity[k]), f"lim_{q.name}_{k}")
-            rule([(b.n[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine
-                  if not b.classes[ci].preemptible], held.fixed.get((q.name, k), 0), [], q.rsv(k),
-                 f"np_{q.name}_{k}")
+            fixed = [(b.var.admitted[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine
+                     if not b.classes[ci].preemptible]
+            rule("non-preemptible share", fixed, held.fixed.get((q.name, k), 0), [], q.rsv(k), f"np_{q.name}_{k}")
             # a policy's own allocations stay counted against its reserve: preempting them
             # only to call another of its requests in-share would swap one step for another
             # (and Kueue never preempts within a policy at one priority)
-            rule([(b.z[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine if (ci, pi) in b.z],
+            rule("in-share reserve", [(b.var.in_share[ci, pi], b.classes[ci].demands[pi][k]) for ci, pi in mine
+                                      if (ci, pi) in b.var.in_share],
                  const, [], q.rsv(k), f"z_{q.name}_{k}")

@@ -17,11 +17,13 @@ and its re-plans cost more than the flags (docs/solver.md, "The short-key rule")
 from __future__ import annotations
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
-from .model import Built, linear, most
+from .model import Built, ShortKeys, Terms, linear, most
 
 
-def short_keys(b: Built, by_pool: dict[str, list[int]]) -> None:
-    """The rule in ``b``'s model, for every victim class it governs.
+def short_keys(b: Built, by_pool: dict[str, list[int]], use: dict[tuple[str, str], tuple[Terms, int, int]]
+               ) -> ShortKeys:
+    """The rule in ``b``'s model, for every victim class it governs; ``use`` is
+    what each (pool, key)'s capacity row counts (admitted terms, kept, capacity).
 
     Only a class that holds a key without borrowing on it, where that key can be
     short at all, needs the flags: the tiers already make every victim needed
@@ -30,11 +32,14 @@ def short_keys(b: Built, by_pool: dict[str, list[int]]) -> None:
     can never be short, that key is one it borrows on. Most borrowers are such
     classes, and the flags' relaxation slows the proofs down."""
     model = b.model
+    flag: dict[tuple[str, str], cp_model.IntVar] = {}
+    pools: set[str] = set()
+    shortable: set[tuple[str, str]] = set()
 
     def can_be_short(pool: str, k: str) -> bool:
-        if (pool, k) not in b.short_use:
+        if (pool, k) not in use:
             return False
-        used, kept, cap = b.short_use[pool, k]
+        used, kept, cap = use[pool, k]
         return bool(used) and most(used) + kept > cap
 
     governed = [gi for pool in sorted(by_pool) for gi in by_pool[pool]
@@ -42,41 +47,40 @@ def short_keys(b: Built, by_pool: dict[str, list[int]]) -> None:
     for gi in governed:
         pool = b.victims[gi].policy.pool
         vc = b.victims[gi]
-        b.flagged.add(gi)
         flags = []
         for k in vc.borrows:
-            if (pool, k) not in b.short_use:
+            if (pool, k) not in use:
                 continue
-            if (pool, k) not in b.short:
-                used, kept, cap = b.short_use[pool, k]
-                flag = model.new_bool_var(f"short_{pool}_{k}")
-                b.short[pool, k] = flag
-                b.all_vars.append(flag)
+            if (pool, k) not in flag:
+                used, kept, cap = use[pool, k]
+                flag[pool, k] = model.new_bool_var(f"short_{pool}_{k}")
+                b.all_vars.append(flag[pool, k])
                 if not can_be_short(pool, k):
-                    model.add(flag == 0)      # can never be short: nothing admitted can overrun it
+                    model.add(flag[pool, k] == 0)      # can never be short: nothing admitted can overrun it
                 else:
-                    model.add(linear(used) >= max(1, cap - kept + 1)).only_enforce_if(flag)
-                    b.short_pools.add(pool)
-                    b.shortable.add((pool, k))
-            flags.append(b.short[pool, k])
+                    model.add(linear(used) >= max(1, cap - kept + 1)).only_enforce_if(flag[pool, k])
+                    pools.add(pool)
+                    shortable.add((pool, k))
+            flags.append(flag[pool, k])
         size = len(vc.members)
         if not flags:
-            model.add(b.v[gi] == 0)
+            model.add(b.var.preempted[gi] == 0)
         else:
-            model.add(b.v[gi] <= size * cp_model.LinearExpr.sum(flags))
+            model.add(b.var.preempted[gi] <= size * cp_model.LinearExpr.sum(flags))
+    return ShortKeys(flag, use, frozenset(pools), frozenset(shortable), frozenset(governed))
 
 
 def short_hint(b: Built, hint: dict[int, int]) -> None:
     """Set the short-key flags in ``hint`` from its admissions (1 wherever allowed)."""
-    for (pool, k), flag in b.short.items():
-        used, kept, cap = b.short_use[pool, k]
+    for (pool, k), flag in b.short.flag.items():
+        used, kept, cap = b.short.use[pool, k]
         total = sum(hint[var.index] * c for var, c in used)
         hint[flag.index] = int(total >= 1 and total + kept > cap)
 
 
 def allowed(b: Built, gi: int, hint: dict[int, int]) -> bool:
     """Victim class ``gi`` may be preempted under the flags of ``hint``."""
-    if gi not in b.flagged:
+    if gi not in b.short.governed:
         return True
     pool = b.victims[gi].policy.pool
-    return any(hint.get(b.short[pool, k].index, 0) for k in b.victims[gi].borrows if (pool, k) in b.short)
+    return any(hint.get(b.short.flag[pool, k].index, 0) for k in b.victims[gi].borrows if (pool, k) in b.short.flag)
