@@ -24,7 +24,7 @@ from plan_scale import GENERATORS, make_problem, seed_range  # noqa: E402
 
 from poolc.planner import optimal  # noqa: E402
 from poolc.planner.optimal import retries  # noqa: E402
-from poolc.planner.optimal.model import clear_row  # noqa: E402
+from poolc.planner.optimal.built import clear_row  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -49,7 +49,7 @@ from .domain.plan import (
 from .domain.problem import Problem, Running
 from .inputs import problem_from_config, request_of
 from .model import Allocation
-from .planner.plan import assemble, digest_of, input_digests, inputs_digest
+from .planner.assemble import assemble, digest_of, input_digests, inputs_digest
 from .planner.solution import Solution
 from .requests import StepRequest, step_inputs  # noqa: F401 - step_inputs kept importable from here
 from .state import (

@@ -58,7 +58,7 @@ def forbidden_preemptions(saved: Plan, prepared: Prepared) -> str | None:
 def stale_inputs(saved: Plan, prepared: Prepared) -> str | None:
     """Why the saved plan was made from other inputs or another state, naming what
     changed; None when every per-input digest (and the inputs digest) is the same."""
-    from .planner.plan import digest_of
+    from .planner.assemble import digest_of
 
     if saved.inputs_digest == digest_of(prepared.digests) and (saved.inputs is None
                                                                 or dict(saved.inputs) == prepared.digests):

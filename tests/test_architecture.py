@@ -50,8 +50,8 @@ def copy(tmp_path_factory) -> Path:
     ("units.py", "def late():\n    from . import state\n", "poolc.units -> poolc.state"),
     ("newcomer.py", "X = 1\n", "poolc.newcomer"),
     ("__init__.py", "from . import cli as _cli\n", "poolc -> poolc.cli"),
-    ("planner/optimal/model.py", "from . import loop\n",
-     "poolc.planner.optimal.model is not allowed to import poolc.planner.optimal.loop"),
+    ("planner/optimal/built.py", "from . import loop\n",
+     "poolc.planner.optimal.built is not allowed to import poolc.planner.optimal.loop"),
 ])
 def test_the_contracts_catch_a_wrong_import(copy, tmp_path, where, line, says):
     """The check itself can fail: an upward import (also one inside a function), a stage

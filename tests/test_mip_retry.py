@@ -21,7 +21,7 @@ pytest.importorskip("pyscipopt")
 
 from poolc.planner import cpsat, mip  # noqa: E402
 from poolc.planner.optimal import SolverSettings, attempts, retries  # noqa: E402
-from poolc.planner.optimal.model import Built  # noqa: E402
+from poolc.planner.optimal.built import Built  # noqa: E402
 from poolc.planner.optimal.run import Budget, Run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ from poolc.domain.eligibility import eligible_policies
 from poolc.domain.plan import AllocationChanges, to_json
 from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running
 from poolc.plan import plan_paths
+from poolc.planner.assemble import inputs_digest
 from poolc.planner.explain import FinalState, binding_rule, preempted_message, queued_message, queued_reasons
-from poolc.planner.plan import inputs_digest
 from poolc.planner.solution import Solution
 from poolc.report.plan_text import render_plan
 from poolc.validate import validate_paths
@@ -460,7 +460,7 @@ def test_text_plan(tmp_path, monkeypatch):
 
 
 def test_importing_the_planner_does_not_import_ortools():
-    code = ("import sys, poolc.plan, poolc.planner.plan, poolc.state; "
+    code = ("import sys, poolc.plan, poolc.planner.assemble, poolc.state; "
             "sys.exit('ortools' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 0
 

@@ -453,8 +453,7 @@ def test_a_folded_objective_is_lexicographic_and_bounds_the_first_tier(seed: int
     optimum is the lexicographic one (found by enumeration), and the solver's
     bound of it, divided by the weight, is the first tier's optimum."""
     from poolc.planner import cpsat
-    from poolc.planner.optimal import attempts, folds
-    from poolc.planner.optimal import model as built
+    from poolc.planner.optimal import attempts, built, folds
 
     rng = random.Random(seed)
     for first_max in (False, True):
@@ -819,7 +818,7 @@ def test_an_answer_from_before_the_dominance_rows_gets_their_literals_from_its_c
     plan ended in an internal error). The answer derives them from the counts."""
     from poolc.planner import cpsat
     from poolc.planner.optimal import attempts, dominance, hints, parts
-    from poolc.planner.optimal.model import linear
+    from poolc.planner.optimal.built import linear
 
     settings = SolverSettings()
     for seed in range(40):

@@ -24,7 +24,7 @@ stopPolicy, waitForPodsReady, requeue backoff, elastic workloads and
 concurrent admission.
 """
 
-from .model import Outcome, Simulation, Workload
+from .api import Outcome, Simulation, Workload
 from .quantity import canonical_units, parse_quantity
 from .scheduler import simulate
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .model import Workload
+from .api import Workload
 from .objects import ClusterQueueSpec, FlavorResource, Fungibility
 from .preemption import NO_CANDIDATES, PREEMPT
 from .quantity import format_amount

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from .model import Workload
+from .api import Workload
 from .objects import ClusterQueueSpec, FlavorResource
 from .quota import Node, QuotaTree, fits_in_quota, lowest_fitting_subtree
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 from itertools import chain
 
-from .model import Workload
+from .api import Workload
 
 Shape = tuple[int, int, tuple[tuple[str, int], ...], tuple, tuple | None]
 _Entry = tuple[tuple[int, int, str], Workload]

@@ -32,8 +32,8 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
+from .api import Outcome, Simulation, Workload
 from .flavors import FIT, NO_FIT, PREEMPT_MODE, Assignment, FlavorAssigner, RequestPlan
-from .model import Outcome, Simulation, Workload
 from .objects import ClusterQueueSpec, Config, FlavorResource, parse_objects
 from .preemption import (
     Admitted,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from ...domain.problem import Problem
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from . import dominance
+from .built import Built, Decisions, Layout, recording
 from .classes import RequestClass, VictimClass
-from .model import Built, Decisions, Layout, recording
 from .rules import hard_rules, reach
 from .settings import SolverSettings
 from .tiers import add_tiers

@@ -9,8 +9,8 @@ from __future__ import annotations
 import bisect
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
+from .built import Built
 from .classes import RequestClass
-from .model import Built
 
 
 def victim_dominance(b: Built) -> None:

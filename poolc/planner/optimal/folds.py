@@ -10,7 +10,7 @@ unproven fold loses nothing.
 from __future__ import annotations
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
-from .model import Tier, linear, most
+from .built import Tier, linear, most
 
 
 def fold_count(tier: Tier, after: Tier | None) -> int:

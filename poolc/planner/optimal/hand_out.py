@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from ...domain.borrowing import borrowed_parts
 from ...domain.problem import PolicyRule, Problem
 from ..solution import Solution
-from .model import Built
+from .built import Built
 from .run import PartResult
 
 

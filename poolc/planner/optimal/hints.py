@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
-from .model import Built, decisions, prefix
+from .built import Built, decisions, prefix
 from .short_keys import allowed, short_hint
 
 

@@ -26,7 +26,7 @@ import functools
 from ... import heartbeat
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from . import attempts, folds, hints, retries
-from .model import Built, Tier, clear_row, decisions, linear, lookup
+from .built import Built, Tier, clear_row, decisions, linear, lookup
 from .run import Budget, PartResult, Progress, Run, TierSolve
 from .settings import SolverSettings
 

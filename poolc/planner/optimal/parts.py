@@ -15,9 +15,9 @@ from ..decompose import pool_groups
 from ..solution import Solution
 from . import loop, reopening
 from .build import build
+from .built import Built, Layout
 from .classes import RequestClass, VictimClass, request_classes, victim_classes
 from .hand_out import hand_out
-from .model import Built, Layout
 from .run import Budget, Progress, Run, SolveCost
 from .settings import SolverSettings
 from .tiers import layout as tier_layout

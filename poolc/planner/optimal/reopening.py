@@ -10,7 +10,7 @@ from __future__ import annotations
 from ... import heartbeat
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from . import attempts, dominance, hints, loop
-from .model import Built, clear_row, decisions, linear, lookup
+from .built import Built, clear_row, decisions, linear, lookup
 from .run import PartResult, Run
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
 from .. import mip  # SCIP for the MIP retry; imports pyscipopt only when it runs
 from . import attempts, dominance, hints
-from .model import Built, clear_row
+from .built import Built, clear_row
 from .run import Budget, Progress, Run, TierSolve
 from .settings import SolverSettings
 

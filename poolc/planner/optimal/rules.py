@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from ...domain.problem import Pool, Problem
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
+from .built import SAFE, Built, Terms, linear, most, recording
 from .classes import RequestClass, known_running, metered_holds
-from .model import SAFE, Built, Terms, linear, most, recording
 from .short_keys import short_keys
 
 

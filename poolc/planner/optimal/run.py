@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
-from .model import Tier, Values
+from .built import Tier, Values
 from .settings import SolverSettings
 
 Progress = Callable[[str], None]

@@ -17,7 +17,7 @@ and its re-plans cost more than the flags (docs/solver.md, "The short-key rule")
 from __future__ import annotations
 
 from .. import cpsat as cp_model  # the CP-SAT API, without numpy and pandas (cpsat.py)
-from .model import Built, ShortKeys, Terms, linear, most
+from .built import Built, ShortKeys, Terms, linear, most
 
 
 def short_keys(b: Built, by_pool: dict[str, list[int]], use: dict[tuple[str, str], tuple[Terms, int, int]]

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from ...domain.plan import Tier as ObjectiveTier
 from ...domain.problem import Problem
 from ..objective import count_tiers
+from .built import Built, Layout, Tier, Values, concave, prefix, recording
 from .classes import RequestClass, VictimClass
-from .model import Built, Layout, Tier, Values, concave, prefix, recording
 
 
 def layout(problem: Problem, classes: list[RequestClass], victims: list[VictimClass]) -> Layout:
