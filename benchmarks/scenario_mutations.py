@@ -70,22 +70,43 @@ def _flip(path: tuple) -> Edit:
     return edit
 
 
-POLICIES = {   # name -> (file, priority)
-    "prod-k8s-dc1": ("policies/prod.yaml", 1000), "prod-k8s-cpu": ("policies/prod.yaml", 500),
-    "prod-sagemaker": ("policies/prod.yaml", 900), "research-k8s-dc1": ("policies/research.yaml", 100),
-    "research-gpu-dc1": ("policies/research.yaml", 100), "research-k8s-cpu": ("policies/research.yaml", 10)}
+POLICIES = {   # name -> (file, pool, priority)
+    "prod-k8s-dc1": ("policies/prod.yaml", "datacenter-one", 1000),
+    "prod-k8s-cpu": ("policies/prod.yaml", "cpu-batch", 500),
+    "prod-sagemaker": ("policies/prod.yaml", "aws-sagemaker", 900),
+    "research-k8s-dc1": ("policies/research.yaml", "datacenter-one", 100),
+    "research-gpu-dc1": ("policies/research.yaml", "datacenter-one", 100),
+    "research-k8s-cpu": ("policies/research.yaml", "cpu-batch", 10)}
+
+
+def reorders_a_pool(a: str, b: str) -> bool:
+    """Whether swapping a's and b's priorities changes the order of the policies on some
+    pool. A swap that changes none (each side keeps its place on its own pool, say the
+    top policies of two pools) is a no-op by construction: no plan reads it."""
+    swapped = {a: POLICIES[b][2], b: POLICIES[a][2]}
+    for name, (_, pool, priority) in POLICIES.items():
+        for other, (_, pool2, priority2) in POLICIES.items():
+            if pool2 != pool or other == name:
+                continue
+            now, then = priority - priority2, swapped.get(name, priority) - swapped.get(other, priority2)
+            if (now > 0) != (then > 0) or (now < 0) != (then < 0):
+                return True
+    return False
+
+
+def swap_pairs() -> list[tuple[str, str]]:
+    """The ten priority swaps: pairs that reorder some pool, those sharing a pool first,
+    then by name."""
+    names = list(POLICIES)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if reorders_a_pool(a, b)]
+    pairs.sort(key=lambda p: (POLICIES[p[0]][1] != POLICIES[p[1]][1], p))
+    return pairs[:10]
 
 
 def mutations() -> list[Mutation]:
     found: list[Mutation] = []
-    # priority swaps: every pair of policies with different priorities, those sharing a pool first
-    names = list(POLICIES)
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if POLICIES[a][1] != POLICIES[b][1]]
-    same_pool = {("prod-k8s-dc1", "research-k8s-dc1"), ("prod-k8s-dc1", "research-gpu-dc1"),
-                 ("prod-k8s-cpu", "research-k8s-cpu")}
-    pairs.sort(key=lambda p: (p not in same_pool, p))
-    for a, b in pairs[:10]:
-        pa, pb = POLICIES[a][1], POLICIES[b][1]
+    for a, b in swap_pairs():
+        pa, pb = POLICIES[a][2], POLICIES[b][2]
         found.append(Mutation(f"priority swap {a} <-> {b}", POLICIES[a][0], a, _swap(b, pa, pb)))
     for policy, keys in (("prod-k8s-dc1", ("gpu", "step_run", "tensorrt_sessions")), ("prod-k8s-cpu", ("step_run",)),
                          ("prod-sagemaker", ("gpu", "step_run")),
