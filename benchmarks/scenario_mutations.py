@@ -197,6 +197,12 @@ def schedules(report: object) -> list:
             if o.rolled.forecast is not None else None for o in report.outcomes]   # type: ignore[attr-defined]
 
 
+def failing(report: object) -> list[str]:
+    """Every expectation that fails, as "scenario: expectation"."""
+    return [f"{o.name}: {v.title}" for o in report.outcomes   # type: ignore[attr-defined]
+            for v in o.verdicts if not v.passed]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--strategy", default="optimal", choices=["optimal", "zenml", "kueue"])
@@ -208,7 +214,10 @@ def main() -> None:
         print("\n".join(m.name for m in found))
         return
     baseline = run_tests([str(REPO / "examples")], args.strategy)
-    assert baseline.passed, "the suite must pass on examples/ as they are"
+    assert not baseline.diagnostics, "examples/ must validate as they are"
+    already = failing(baseline)   # under kueue or zenml some expectations fail on examples/ as they are
+    if args.strategy == "optimal":
+        assert not already, "the suite must pass on examples/ as they are"
     before = schedules(baseline)
     caught = refused = missed = unchanged = 0
     per_scenario: list[float] = []
@@ -225,10 +234,10 @@ def main() -> None:
             verdict = f"refused by validate ({report.diagnostics[0].rule})"
         else:
             per_scenario.append(spent / max(1, len(report.outcomes)))
-            failing = [f"{o.name}: {v.title}" for o in report.outcomes for v in o.verdicts if not v.passed]
-            if failing:
+            broken = [f for f in failing(report) if f not in already]
+            if broken:
                 caught += 1
-                verdict = f"caught by {len(failing)}: {failing[0]}"
+                verdict = f"caught by {len(broken)}: {broken[0]}"
             elif schedules(report) == before:
                 missed += 1
                 unchanged += 1
@@ -239,6 +248,9 @@ def main() -> None:
         print(f"{mutation.name:55} {verdict}")
     judged = caught + missed
     print()
+    if already:
+        print(f"{len(already)} expectations fail on examples/ as they are under {args.strategy}; a mutation is "
+              "caught when one that held there fails")
     print(f"strategy {args.strategy}: {len(found)} mutations; {caught} caught, {missed} missed, {refused} refused "
           f"by validate; caught {caught}/{judged} = {100 * caught / max(1, judged):.0f}% of those that validate")
     moved = judged - unchanged

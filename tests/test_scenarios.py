@@ -87,6 +87,22 @@ def test_optimal_meets_what_kueue_breaks():
            "preemption)" in shown.stdout
 
 
+def test_optimal_keeps_the_licence_kueue_does_not_meter():
+    """tensorrt-licence: at +13 h three prod evaluations and a research export hold the
+    licence's 4 TensorRT sessions; the export arriving at +13 h 30 min needs a fifth.
+    The plan keeps it waiting until the evaluations end (+14 h); Kueue does not meter
+    custom keys (warning P006), so it admits the export at once, over the licence."""
+    title = ("tensorrt-licence", "research-sweep/export_trt is queued at +13 h 40 min")
+    assert verdicts([EXAMPLES], "optimal")[title] == (
+        True, "research-sweep/export_trt@13h30m is queued at +13 h 40 min")
+    assert verdicts([EXAMPLES], "kueue")[title] == (
+        False, "research-sweep/export_trt@13h30m is running at +13 h 40 min")
+    shown = cli("test", EXAMPLES, "--strategy", "kueue", "--scenario", "tensorrt-licence")
+    assert shown.exit_code == 1
+    assert "+13 h 30 min research-sweep/export_trt@13h30m runs on datacenter-one (policy research-gpu-dc1)" \
+        in shown.stdout
+
+
 def test_no_preemption_loop_counts_readmissions():
     found = verdicts([EXAMPLES], "kueue")
     assert found[("no-preemption-loop", "no preemption loop: no workload preempted and admitted again more than "
@@ -172,7 +188,9 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
             "starts +3 h, 3 h after it arrived (was 1 h)") in shown.stdout
     same = cli("test", EXAMPLES, "--format", "markdown", "--base", str(base))
     assert same.exit_code == 0
-    assert same.stdout.startswith("No scenario expectation changes with this pull request (78 of 78 hold).")
+    total = sum(len(s["expectations"]) for s in json.loads(base.read_text())["scenarios"])
+    assert total == sum(len(s["expectations"]) for s in data["scenarios"]) > 10
+    assert same.stdout.startswith(f"No scenario expectation changes with this pull request ({total} of {total} hold).")
     assert ("- **dc1-busy**: pool datacenter-one: GPU utilisation at least 12% and at most 16% over 2 d: no longer "
             "holds: now 17.8% of 16 GPU held on average (was 13.7%)") in shown.stdout
 
