@@ -195,6 +195,27 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
             "holds: now 17.8% of 16 GPU held on average (was 13.7%)") in shown.stdout
 
 
+def test_a_smaller_research_share_is_the_comments_headline(tmp_path):
+    """The pull request lowers research-gpu-dc1's reserved GPUs 4 -> 3: of the two LoRA
+    fine-tunes research-lora-share submits at +13 h 30 min onto a full datacenter-one,
+    only one still fits research's guaranteed share (and so may push out a borrowing
+    sweep); the other waits for a sweep to end. The comment leads with that one line."""
+    base = tmp_path / "base.json"
+    base.write_text(cli("test", EXAMPLES, "--format", "json").stdout)
+    head = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, head)
+    policies = head / "policies" / "research.yaml"
+    text = policies.read_text("utf-8")
+    share = text.index("name: research-gpu-dc1")
+    policies.write_text(text[:share] + text[share:].replace("    gpu: 4\n", "    gpu: 3\n", 1), "utf-8")
+    shown = cli("test", str(head), "--format", "markdown", "--base", str(base))
+    assert shown.exit_code == 1
+    assert shown.stdout.startswith(
+        "### This change breaks 1 scenario expectation\n\n- **research-lora-share**: research-sweep/finetune_lora "
+        "is no longer running at +13 h 40 min: now research-sweep/finetune_lora@\u200b13h30m1s is queued at "
+        "+13 h 40 min (was running)\n")
+
+
 def test_an_unreadable_base_is_said_and_ignored(tmp_path):
     (tmp_path / "base.json").write_text("{not json")
     shown = cli("test", QUEUE, "--format", "markdown", "--base", str(tmp_path / "base.json"))
