@@ -103,6 +103,21 @@ def test_optimal_keeps_the_licence_kueue_does_not_meter():
         in shown.stdout
 
 
+def test_a_named_state_runs_beside_the_allocation_documents():
+    """online-eval starts from states/online-eval.json (prod's online evaluation on 2
+    GPUs, never preempted, and six feature servers) as well as examples/state: the
+    state's allocations and the documents' run side by side, and prod's
+    non-preemptible work (2 GPUs and 7 step runs, then the 4-GPU retrain) fills its
+    reserved 6 GPUs and 8 step runs exactly, so the retrain starts at once."""
+    report = run_tests([EXAMPLES], "optimal", only=["online-eval"])
+    (outcome,) = report.outcomes
+    running = {r.id for r in outcome.rolled.forecast.schedule if r.start < 0}
+    assert {"ranking-online-eval", "ranking-feature-server-6", "research-finetune-llama"} <= running
+    verdict = {v.title: (v.passed, v.reason) for v in outcome.verdicts}
+    assert verdict["prod-training/train_model starts within 2 h"] == (
+        True, "prod-training/train_model starts +0 s, 0 s after it arrived")
+
+
 def test_no_preemption_loop_counts_readmissions():
     found = verdicts([EXAMPLES], "kueue")
     assert found[("no-preemption-loop", "no preemption loop: no workload preempted and admitted again more than "
