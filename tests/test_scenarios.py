@@ -87,6 +87,37 @@ def test_optimal_meets_what_kueue_breaks():
            "preemption)" in shown.stdout
 
 
+def test_optimal_keeps_the_licence_kueue_does_not_meter():
+    """tensorrt-licence: at +13 h three prod evaluations and a research export hold the
+    licence's 4 TensorRT sessions; the export arriving at +13 h 30 min needs a fifth.
+    The plan keeps it waiting until the evaluations end (+14 h); Kueue does not meter
+    custom keys (warning P006), so it admits the export at once, over the licence."""
+    title = ("tensorrt-licence", "research-sweep/export_trt is queued at +13 h 40 min")
+    assert verdicts([EXAMPLES], "optimal")[title] == (
+        True, "research-sweep/export_trt@13h30m is queued at +13 h 40 min")
+    assert verdicts([EXAMPLES], "kueue")[title] == (
+        False, "research-sweep/export_trt@13h30m is running at +13 h 40 min")
+    shown = cli("test", EXAMPLES, "--strategy", "kueue", "--scenario", "tensorrt-licence")
+    assert shown.exit_code == 1
+    assert "+13 h 30 min research-sweep/export_trt@13h30m runs on datacenter-one (policy research-gpu-dc1)" \
+        in shown.stdout
+
+
+def test_a_named_state_runs_beside_the_allocation_documents():
+    """online-eval starts from states/online-eval.json (prod's online evaluation on 2
+    GPUs, never preempted, and six feature servers) as well as examples/state: the
+    state's allocations and the documents' run side by side, and prod's
+    non-preemptible work (2 GPUs and 7 step runs, then the 4-GPU retrain) fills its
+    reserved 6 GPUs and 8 step runs exactly, so the retrain starts at once."""
+    report = run_tests([EXAMPLES], "optimal", only=["online-eval"])
+    (outcome,) = report.outcomes
+    running = {r.id for r in outcome.rolled.forecast.schedule if r.start < 0}
+    assert {"ranking-online-eval", "ranking-feature-server-6", "research-finetune-llama"} <= running
+    verdict = {v.title: (v.passed, v.reason) for v in outcome.verdicts}
+    assert verdict["prod-training/train_model starts within 2 h"] == (
+        True, "prod-training/train_model starts +0 s, 0 s after it arrived")
+
+
 def test_no_preemption_loop_counts_readmissions():
     found = verdicts([EXAMPLES], "kueue")
     assert found[("no-preemption-loop", "no preemption loop: no workload preempted and admitted again more than "
@@ -172,9 +203,32 @@ def test_the_comment_leads_with_what_the_change_breaks(tmp_path):
             "starts +3 h, 3 h after it arrived (was 1 h)") in shown.stdout
     same = cli("test", EXAMPLES, "--format", "markdown", "--base", str(base))
     assert same.exit_code == 0
-    assert same.stdout.startswith("No scenario expectation changes with this pull request (78 of 78 hold).")
+    total = sum(len(s["expectations"]) for s in json.loads(base.read_text())["scenarios"])
+    assert total == sum(len(s["expectations"]) for s in data["scenarios"]) > 10
+    assert same.stdout.startswith(f"No scenario expectation changes with this pull request ({total} of {total} hold).")
     assert ("- **dc1-busy**: pool datacenter-one: GPU utilisation at least 12% and at most 16% over 2 d: no longer "
             "holds: now 17.8% of 16 GPU held on average (was 13.7%)") in shown.stdout
+
+
+def test_a_smaller_research_share_is_the_comments_headline(tmp_path):
+    """The pull request lowers research-gpu-dc1's reserved GPUs 4 -> 3: of the two LoRA
+    fine-tunes research-lora-share submits at +13 h 30 min onto a full datacenter-one,
+    only one still fits research's guaranteed share (and so may push out a borrowing
+    sweep); the other waits for a sweep to end. The comment leads with that one line."""
+    base = tmp_path / "base.json"
+    base.write_text(cli("test", EXAMPLES, "--format", "json").stdout)
+    head = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, head)
+    policies = head / "policies" / "research.yaml"
+    text = policies.read_text("utf-8")
+    share = text.index("name: research-gpu-dc1")
+    policies.write_text(text[:share] + text[share:].replace("    gpu: 4\n", "    gpu: 3\n", 1), "utf-8")
+    shown = cli("test", str(head), "--format", "markdown", "--base", str(base))
+    assert shown.exit_code == 1
+    assert shown.stdout.startswith(
+        "### This change breaks 1 scenario expectation\n\n- **research-lora-share**: research-sweep/finetune_lora "
+        "is no longer running at +13 h 40 min: now research-sweep/finetune_lora@\u200b13h30m1s is queued at "
+        "+13 h 40 min (was running)\n")
 
 
 def test_an_unreadable_base_is_said_and_ignored(tmp_path):

@@ -70,11 +70,13 @@ def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report
 
 
 def _no_longer(title: str) -> str:
-    """'prod/train starts within 2 h' -> 'prod/train no longer starts within 2 h';
-    any other expectation -> '<it>: no longer holds'."""
-    for verb in (" starts within ", " is never preempted", " is "):
+    """'prod/train starts within 2 h' -> 'prod/train no longer starts within 2 h',
+    'x is running at +1 h' -> 'x is no longer running at +1 h', 'x is never
+    preempted' -> 'x is preempted now'; any other expectation -> '<it>: no longer holds'."""
+    if " is never preempted" in title:
+        return f"{title.partition(' is never preempted')[0]} is preempted now"
+    for verb in (" starts within ", " is "):
         if verb in title:
             head, _, tail = title.partition(verb)
-            return f"{head} no longer {verb.strip()} {tail}".rstrip() if verb != " is never preempted" \
-                else f"{head} is no longer never preempted"
+            return f"{head} {'is no longer' if verb == ' is ' else 'no longer starts within'} {tail}".rstrip()
     return f"{title}: no longer holds"
