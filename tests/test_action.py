@@ -307,7 +307,8 @@ def test_with_scenarios_the_comment_leads_with_the_expectation_the_change_breaks
     posted = (runner / "posted.md").read_text(encoding="utf-8")
     assert posted.startswith("<!-- poolc-plan -->\n### This change breaks 1 scenario expectation\n\n"
                              "- **pretrain-at-once**: ranking-pretrain/pretrain no longer starts within 10 min: now "
-                             "starts +30 min, 30 min after it arrived (was 0 s)\n"), posted
+                             "starts +30 min, 30 min after it arrived (was 0 s), because prod-gpu-east's limit "
+                             "of GPU: 12 GPU → 10 GPU\n"), posted
     assert posted.index("This change breaks") < posted.index("### poolc: ")
 
 

@@ -228,7 +228,20 @@ def test_a_smaller_research_share_is_the_comments_headline(tmp_path):
     assert shown.stdout.startswith(
         "### This change breaks 1 scenario expectation\n\n- **research-lora-share**: research-sweep/finetune_lora "
         "is no longer running at +13 h 40 min: now research-sweep/finetune_lora@\u200b13h30m1s is queued at "
-        "+13 h 40 min (was running)\n")
+        "+13 h 40 min (was running), because research-gpu-dc1's reserved GPU: 4 GPU → 3 GPU\n")
+    # two bounds moved: named under what breaks, not guessed at as the cause of one line
+    prod = head / "policies" / "prod.yaml"
+    prod.write_text(prod.read_text("utf-8").replace("priority: 1000", "priority: 1001", 1), "utf-8")
+    both = cli("test", str(head), "--format", "markdown", "--base", str(base))
+    assert "(was running)\n" in both.stdout and ", because" not in both.stdout
+    assert ("The change moves prod-k8s-dc1's priority: 1000 → 1001; research-gpu-dc1's reserved GPU: "
+            "4 GPU → 3 GPU.\n") in both.stdout
+    # a base report without bounds (an older poolc's) names no cause
+    old = json.loads(base.read_text())
+    del old["bounds"]
+    base.write_text(json.dumps(old))
+    bare = cli("test", str(head), "--format", "markdown", "--base", str(base))
+    assert "(was running)\n" in bare.stdout and "because" not in bare.stdout and "moves" not in bare.stdout
 
 
 def test_an_unreadable_base_is_said_and_ignored(tmp_path):

@@ -4,10 +4,13 @@ strategy, and judge its expectations; the outcome as one value the renderers tak
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..config import display_units
 from ..diagnostics import Diagnostic
+from ..domain.amounts import DEFAULT, Units
 from ..plan import load
+from .bounds import Bounds, bounds_of
 from .judge import Verdict, judge
 from .run import Rolled, roll
 
@@ -37,6 +40,8 @@ class Report:
     strategy: str
     outcomes: tuple[Outcome, ...]
     diagnostics: tuple[Diagnostic, ...]   # the inputs' errors: then no scenario runs
+    bounds: Bounds = field(default_factory=dict)   # the platform's bounds (bounds.py), for a base to compare
+    units: Units = DEFAULT                # how the platform writes quantities
 
     @property
     def passed(self) -> bool:
@@ -66,4 +71,4 @@ def run_tests(paths: Iterable[str], strategy: str = "optimal", only: Iterable[st
             outcomes.append(Outcome(name, entry.doc.file, line, rolled, (), rolled.diagnostics))
             continue
         outcomes.append(Outcome(name, entry.doc.file, line, rolled, tuple(judge(rolled)), ()))
-    return Report(strategy, tuple(outcomes), ())
+    return Report(strategy, tuple(outcomes), (), bounds_of(validation.config), display_units(validation.config))

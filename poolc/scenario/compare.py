@@ -5,23 +5,38 @@ change breaks. The base report is untrusted input: read defensively, escaped."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import escape
 from ..writer import read_regular
+from .bounds import Bounds, moved, read_bounds
 from .command import Report
 from .render import markdown
 
 
-def read_base(path: str) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
-    """(scenario, expectation title) -> {passed, measured, reason} of the base report, and a note when unreadable."""
+@dataclass(frozen=True)
+class BaseReport:
+    """What a base branch's report says: each expectation's outcome, by (scenario,
+    expectation title), and the platform's bounds there (empty in a report of a
+    poolc that did not record them: then the comment names no cause)."""
+
+    verdicts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    bounds: Bounds = field(default_factory=dict)
+
+    def get(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        return self.verdicts.get(key)
+
+
+def read_base(path: str) -> tuple[BaseReport, str]:
+    """The base report, and a note when it is unreadable or holds no expectations."""
     text = read_regular(path)
     if text is None:
-        return {}, f"poolc: cannot read the base report {path}: every failure is shown as new"
+        return BaseReport(), f"poolc: cannot read the base report {path}: every failure is shown as new"
     try:
         data = json.loads(text)
     except ValueError as exc:
-        return {}, f"poolc: the base report {path} is not JSON ({exc}): every failure is shown as new"
+        return BaseReport(), f"poolc: the base report {path} is not JSON ({exc}): every failure is shown as new"
     found: dict[tuple[str, str], dict[str, Any]] = {}
     scenarios = data.get("scenarios") if isinstance(data, dict) else None
     for scenario in scenarios if isinstance(scenarios, list) else []:
@@ -32,16 +47,21 @@ def read_base(path: str) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
                 found[(scenario["name"], item["title"])] = {
                     "passed": item["passed"], "measured": str(item.get("measured", "")),
                     "reason": str(item.get("reason", ""))}
+    bounds = read_bounds(data.get("bounds")) if isinstance(data, dict) else {}
     if not found:
-        return {}, f"poolc: the base report {path} holds no expectations: every failure is shown as new"
-    return found, ""
+        note = f"poolc: the base report {path} holds no expectations: every failure is shown as new"
+        return BaseReport({}, bounds), note
+    return BaseReport(found, bounds), ""
 
 
-def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report) -> str:
-    """The scenarios section led by what the change breaks (held on base, fails now),
-    then what it fixes; the whole report below."""
+def markdown_against(base: BaseReport, report: Report) -> str:
+    """The scenarios section led by what the change breaks (held on base, fails now)
+    and which of the platform's bounds the change moved, then what it fixes; the
+    whole report below."""
     if report.diagnostics:
         return markdown(report)
+    changes = moved(base.bounds, report.bounds, report.units) if base.bounds and report.bounds else []
+    because = f", because {escape.md_inert(changes[0])}" if len(changes) == 1 else ""
     broken, fixed = [], []
     for o in report.outcomes:
         for v in o.verdicts:
@@ -53,13 +73,17 @@ def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report
                 subject = v.title.split(" ", 1)[0] + " "
                 now = v.reason.removeprefix(subject) if v.reason.startswith(subject) else v.reason
                 broken.append(f"- **{escape.md_inert(o.name)}**: {escape.md_inert(_no_longer(v.title))}: now "
-                              f"{escape.md_inert(now)}{was}")
+                              f"{escape.md_inert(now)}{was}{because}")
             elif not before["passed"] and v.passed:
                 fixed.append(f"- **{escape.md_inert(o.name)}**: {escape.md_inert(v.title)} holds again")
     lines = []
     if broken:
         lines += [f"### This change breaks {len(broken)} scenario expectation{'s' if len(broken) > 1 else ''}",
                   "", *broken, ""]
+        if len(changes) > 1:
+            shown = [escape.md_inert(c) for c in changes[:_CHANGES_SHOWN]]
+            more = len(changes) - len(shown)
+            lines += ["The change moves " + "; ".join(shown) + (f"; and {more} more" if more else "") + ".", ""]
     if fixed:
         lines += [f"This change makes {len(fixed)} expectation{'s' if len(fixed) > 1 else ''} hold again:", "",
                   *fixed, ""]
@@ -67,6 +91,9 @@ def markdown_against(base: dict[tuple[str, str], dict[str, Any]], report: Report
         good, total = report.counts()
         lines += [f"No scenario expectation changes with this pull request ({good} of {total} hold).", ""]
     return escape.guard_lines("\n".join(lines) + "\n" + markdown(report))
+
+
+_CHANGES_SHOWN = 5      # the bounds a change moved, named under what it breaks
 
 
 def _no_longer(title: str) -> str:

@@ -41,7 +41,7 @@ def text(report: Report) -> str:
 
 
 def as_dict(report: Report) -> dict:
-    return {"strategy": report.strategy, "passed": report.passed,
+    return {"strategy": report.strategy, "passed": report.passed, "bounds": report.bounds,
             "diagnostics": [x.__dict__ for x in report.diagnostics],
             "scenarios": [{"name": o.name, "file": o.file, "line": o.line, "passed": o.passed,
                            "problems": [x.__dict__ for x in o.problems],
