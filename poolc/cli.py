@@ -19,16 +19,30 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from . import __version__
-from .domain.plan import STRATEGIES
 from .escape import json_text as _json_text
 from .escape import text as _t  # every input-derived field on stdout/stderr goes through it
+from .vocabulary import (
+    DIAGNOSTIC_FORMATS,
+    LIST_FORMATS,
+    PLAN_FORMATS,
+    SHOW_FORMATS,
+    STRATEGIES,
+    SUBMIT_MODES,
+    TEST_FORMATS,
+    DiagnosticFormat,
+    ListFormat,
+    PlanFormat,
+    ShowFormat,
+    Strategy,
+    SubmitMode,
+    TestFormat,
+)
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
-FORMATS = ["text", "json", "github", "sarif"]
 # What `pip install 'poolc[plan]'` adds: validate (and its pre-commit hook) runs without them.
 PLAN_EXTRA = frozenset({"ortools", "rich"})
 
@@ -73,7 +87,7 @@ def guarded(fn: F) -> F:
     return cast(F, wrapper)
 
 
-def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool, summary_line: str | None = None,
+def emit_diagnostics(diagnostics: list[Diagnostic], fmt: DiagnosticFormat, quiet: bool, summary_line: str | None = None,
                      no_color: bool = True) -> None:
     """Diagnostics on stdout; unless quiet, a summary on stderr: ``summary_line`` in
     every format when given (validate), else the short one in text format. Text on
@@ -104,8 +118,8 @@ def _coloured(text: str) -> str:
 
 
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
-format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                             help="Output format for diagnostics.")
+format_option = click.option("--format", "fmt", type=click.Choice(DIAGNOSTIC_FORMATS), default="text",
+                             show_default=True, help="Output format for diagnostics.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="Only errors; no summary line.")
 color_option = click.option("--no-color", is_flag=True, help="Never use colour (also honoured: NO_COLOR).")
 
@@ -153,7 +167,7 @@ def main() -> None:
 @quiet_option
 @color_option
 @guarded
-def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_on_warning: bool | None,
+def validate(paths: tuple[str, ...], fmt: DiagnosticFormat, disable: tuple[str, ...], error_on_warning: bool | None,
              quiet: bool, no_color: bool) -> None:
     """Check files against the schemas and the pool/policy rules (no solver).
 
@@ -243,8 +257,7 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
                    err=True)
 
 
-PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
-def default_strategy(strategy: str | None, submit: str) -> str:
+def default_strategy(strategy: Strategy | None, submit: SubmitMode) -> Strategy:
     """The strategy a plan or apply uses: the one given, else ``kueue`` under ``--submit all``
     (Kueue decides there, so that is the plan of the files written), else ``optimal``."""
     return strategy or ("kueue" if submit == "all" else "optimal")
@@ -259,11 +272,11 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @paths_argument
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file with the running allocations (default: poolc.state.json here, as apply writes it).")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
                    "reference reconciler, simulated; kueue: what Kueue will do with the generated objects. "
                    "Default: optimal; with --submit all, kueue (the plan of what the cluster will run).")
-@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+@click.option("--submit", type=click.Choice(SUBMIT_MODES), default="gate", show_default=True,
               help=SUBMIT_HELP)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
@@ -286,9 +299,9 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @quiet_option
 @color_option
 @guarded
-def plan(paths: tuple[str, ...], state_file: str | None, strategy: str | None, submit: str, out_file: str | None,
-         output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None,
-         verbose: bool,
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: Strategy | None, submit: SubmitMode,
+         out_file: str | None, output_dir: str | None, observed: tuple[str, ...], fmt: PlanFormat,
+         detailed_exitcode: bool, base_file: str | None, verbose: bool,
          forecast: bool, horizon: str, instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
@@ -391,7 +404,7 @@ def _base_forecast(data: Any) -> Any:
     return found
 
 
-def _print_errors_only(diagnostics: list[Diagnostic], fmt: str, paths: tuple[str, ...], quiet: bool) -> None:
+def _print_errors_only(diagnostics: list[Diagnostic], fmt: PlanFormat, paths: tuple[str, ...], quiet: bool) -> None:
     """A configuration with errors: the diagnostics are the output (no plan, no
     PLANFILE), in the format asked for, and on stderr as text for the log."""
     import shlex
@@ -434,7 +447,7 @@ def _forecast(result: Any, horizon: int, prices_file: str | None, start: str | N
     return made
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None,
+def _print_plan(result: Any, fmt: PlanFormat, quiet: bool, no_color: bool, plan_json: str, made: Any = None,
                 before: Any = None) -> None:
     if fmt == "json":
         click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
@@ -475,9 +488,9 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
 
 @main.command(name="test")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="optimal", show_default=True,
               help="How the scenarios roll forward: optimal (the plan's intent), zenml, kueue (what Kueue will do).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "sarif", "markdown"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(TEST_FORMATS), default="text",
               show_default=True)
 @click.option("--scenario", "only", multiple=True, help="Run only this scenario (repeatable).")
 @click.option("--base", "base_file", type=click.Path(dir_okay=False),
@@ -486,8 +499,8 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
               help="Write a scenario of today's plan and forecast (the expectations it meets) to this file.")
 @click.option("--horizon", default="2d", show_default=True, help="With --record: how far the recorded scenario rolls.")
 @guarded
-def test_command(paths: tuple[str, ...], strategy: str, fmt: str, only: tuple[str, ...], base_file: str | None,
-                 record_file: str | None, horizon: str) -> None:
+def test_command(paths: tuple[str, ...], strategy: Strategy, fmt: TestFormat, only: tuple[str, ...],
+                 base_file: str | None, record_file: str | None, horizon: str) -> None:
     """Run the scenarios (kind: Scenario) under PATHS and judge their expectations.
 
     Exit 0 when every expectation holds, 1 when one fails or the inputs do not
@@ -537,10 +550,10 @@ def test_command(paths: tuple[str, ...], strategy: str, fmt: str, only: tuple[st
 
 @main.command()
 @click.argument("plan_file", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(SHOW_FORMATS), default="text", show_default=True)
 @color_option
 @guarded
-def show(plan_file: str, fmt: str, no_color: bool) -> None:
+def show(plan_file: str, fmt: ShowFormat, no_color: bool) -> None:
     """Render a saved plan (poolc plan --out) without planning again.
 
     Exit 0, or 1 when the file is not a plan this poolc can read.
@@ -574,10 +587,10 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
               help="State file (default: poolc.state.json in the current directory).")
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="The planning strategy (a saved --plan names its own). Default: optimal; with --submit all, "
                    "kueue, so the Jobs written are those of the plan that describes them.")
-@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+@click.option("--submit", type=click.Choice(SUBMIT_MODES), default="gate", show_default=True,
               help=SUBMIT_HELP + " A saved --plan names its own.")
 @click.option("--now", help="Start time of the allocations this apply creates (RFC 3339; default "
                             "SOURCE_DATE_EPOCH, else the clock).")
@@ -586,7 +599,8 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 @quiet_option
 @guarded
 def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None,
-          strategy: str | None, submit: str, now: str | None, check: bool, fmt: str, quiet: bool) -> None:
+          strategy: Strategy | None, submit: SubmitMode, now: str | None, check: bool, fmt: DiagnosticFormat,
+          quiet: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
@@ -659,9 +673,9 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
               help="Where apply writes the files (kept between cycles with the state).")
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file (default: poolc.state.json in the current directory).")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="As for apply. Default: optimal; with --submit all, kueue.")
-@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True, help=SUBMIT_HELP)
+@click.option("--submit", type=click.Choice(SUBMIT_MODES), default="gate", show_default=True, help=SUBMIT_HELP)
 @click.option("--run-id", help="Appended to the names of the training jobs this cycle submits (1-20 letters and "
                                "digits; default c<the cycle's time in epoch seconds>).")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=300, show_default=True,
@@ -670,7 +684,8 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
               help="Seconds between two looks at the Workloads while waiting.")
 @click.option("--allow-empty", is_flag=True, help="As for state import: the cluster really runs nothing.")
 @guarded
-def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strategy: str | None, submit: str,
+def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strategy: Strategy | None,
+          submit: SubmitMode,
           run_id: str | None, wait_seconds: float, poll_seconds: float, allow_empty: bool) -> None:
     """One reconcile cycle: observe the cluster and SageMaker, import, apply, stop the
     victims, wait for their quota, then hand over the Kueue objects, the admitted Jobs
@@ -718,9 +733,9 @@ state_file_option = click.option("--state", "state_file", type=click.Path(dir_ok
 @state.command("list")
 @click.argument("paths", nargs=-1)
 @state_file_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="text", show_default=True)
 @guarded
-def state_list(paths: tuple[str, ...], state_file: str | None, fmt: str) -> None:
+def state_list(paths: tuple[str, ...], state_file: str | None, fmt: ListFormat) -> None:
     """List the allocations the state holds, amounts in the units of the configuration
     under PATHS (decimal GB without it; the JSON keeps canonical keys). Exit 0, or 1
     when the state is invalid."""

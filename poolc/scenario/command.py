@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..diagnostics import Diagnostic
 from ..plan import load
+from ..vocabulary import Strategy
 from .judge import Verdict, judge
 from .run import Rolled, roll
 
@@ -34,7 +35,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Report:
-    strategy: str
+    strategy: Strategy
     outcomes: tuple[Outcome, ...]
     diagnostics: tuple[Diagnostic, ...]   # the inputs' errors: then no scenario runs
 
@@ -49,7 +50,7 @@ class Report:
         return good, total
 
 
-def run_tests(paths: Iterable[str], strategy: str = "optimal", only: Iterable[str] = ()) -> Report:
+def run_tests(paths: Iterable[str], strategy: Strategy = "optimal", only: Iterable[str] = ()) -> Report:
     """Every scenario under ``paths`` (or those named in ``only``), in name order."""
     validation = load(list(paths))
     errors = tuple(x for x in validation.diagnostics if x.severity == "error")
