@@ -11,7 +11,6 @@ import atexit
 import functools
 import gc
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from . import __version__
-from .escape import json_text as _json_text
 from .escape import text as _t  # every input-derived field on stdout/stderr goes through it
 from .vocabulary import (
     DIAGNOSTIC_FORMATS,
@@ -40,6 +38,7 @@ from .vocabulary import (
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
+    from .views.shown import Shown
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
@@ -87,34 +86,22 @@ def guarded(fn: F) -> F:
     return cast(F, wrapper)
 
 
-def emit_diagnostics(diagnostics: list[Diagnostic], fmt: DiagnosticFormat, quiet: bool, summary_line: str | None = None,
-                     no_color: bool = True) -> None:
+def emit_diagnostics(diagnostics: list[Diagnostic], fmt: DiagnosticFormat, quiet: bool,
+                     summary_line: str | None = None, no_color: bool = True) -> None:
     """Diagnostics on stdout; unless quiet, a summary on stderr: ``summary_line`` in
     every format when given (validate), else the short one in text format. Text on
     a terminal shows severities in colour unless ``no_color`` (or NO_COLOR)."""
-    from .report import render, summary
+    from .views import colour, diagnostics_view
 
-    shown = [x for x in diagnostics if x.severity == "error"] if quiet else diagnostics
-    out = render(fmt, shown)
-    if fmt == "text" and out and not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty():
-        out = _coloured(out)
-    if out:
-        click.echo(out, nl=False)
-    if quiet:
-        return
-    if summary_line is not None:
-        click.echo(summary_line, err=True)
-    elif fmt == "text" and diagnostics:
-        click.echo(summary(diagnostics), err=True)
+    echo(diagnostics_view.shown(diagnostics, fmt, quiet, summary_line, colour=colour.wanted(no_color)))
 
 
-_SEVERITY = re.compile(r"^(\S.*?: )(error|warning)(\[[A-Z]\d{3}\])", re.M)
-
-
-def _coloured(text: str) -> str:
-    """``error[R001]`` in red and ``warning[P006]`` in yellow, at the start of a diagnostic line."""
-    return _SEVERITY.sub(lambda m: m[1] + click.style(m[2] + m[3], fg="red" if m[2] == "error" else "yellow",
-                                                      bold=True), text)
+def echo(shown: Shown) -> None:
+    """Write what a view returned: its standard output, then its standard error."""
+    if shown.out:
+        click.echo(shown.out, nl=False)
+    if shown.err:
+        click.echo(shown.err, nl=False, err=True)
 
 
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
@@ -405,24 +392,9 @@ def _base_forecast(data: Any) -> Any:
 
 
 def _print_errors_only(diagnostics: list[Diagnostic], fmt: PlanFormat, paths: tuple[str, ...], quiet: bool) -> None:
-    """A configuration with errors: the diagnostics are the output (no plan, no
-    PLANFILE), in the format asked for, and on stderr as text for the log."""
-    import shlex
+    from .views.plan_result_view import errors_output
 
-    from .report import render, summary
-
-    shown = [x for x in diagnostics if x.severity == "error"] if quiet else list(diagnostics)
-    if fmt == "markdown":
-        from .report.plan_markdown import render_errors
-
-        command = "poolc validate " + " ".join(shlex.quote(p) for p in paths)
-        click.echo(render_errors([x for x in diagnostics if x.severity == "error"], command), nl=False)
-    elif fmt != "text":
-        click.echo(render(fmt, shown), nl=False)
-    click.echo(render("text", shown), nl=False, err=True)
-    if not quiet:
-        click.echo(summary(diagnostics), err=True)
-    click.echo("poolc: the configuration has errors (not only rejected steps); no plan made", err=True)
+    echo(errors_output(diagnostics, fmt, paths, quiet))
 
 
 def _horizon(text: str) -> int:
@@ -449,41 +421,10 @@ def _forecast(result: Any, horizon: int, prices_file: str | None, start: str | N
 
 def _print_plan(result: Any, fmt: PlanFormat, quiet: bool, no_color: bool, plan_json: str, made: Any = None,
                 before: Any = None) -> None:
-    if fmt == "json":
-        click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
-        return
-    if fmt in ("github", "sarif"):
-        emit_diagnostics(result.plan.diagnostics_list(), fmt, quiet)
-        if fmt == "github":
-            from .escape import deep
-            from .report.github import plan_commands
+    from .views.colour import wanted
+    from .views.plan_result_view import plan_output
 
-            click.echo(plan_commands(deep(result.plan, _t)), nl=False)
-        return
-    if fmt == "markdown":
-        from .report.plan_markdown import render_markdown
-
-        text = render_markdown(result.plan, diffs=result.diffs)
-        if made is not None:
-            from .forecast.command import markdown_section
-            from .forecast.render import insert_markdown
-
-            text = insert_markdown(text, markdown_section(made, before))
-        click.echo(text, nl=False)
-        return
-    from .report.plan_text import render_plan
-
-    color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-    click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
-    if made is not None:
-        from .forecast.command import text_section
-
-        click.echo(text_section(made, before), nl=False)
-    from .report import render
-
-    shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
-    if shown:  # on stderr, so stdout stays the plan
-        click.echo(render("text", shown), nl=False, err=True)
+    echo(plan_output(result, fmt, quiet, wanted(no_color), plan_json, made, before))
 
 
 @main.command(name="test")
@@ -559,23 +500,14 @@ def show(plan_file: str, fmt: ShowFormat, no_color: bool) -> None:
     Exit 0, or 1 when the file is not a plan this poolc can read.
     """
     from .apply import read_plan_file
-    from .domain.plan import to_json
+    from .views.colour import wanted
+    from .views.plan_result_view import saved_output
 
     saved, problem = read_plan_file(plan_file)   # the same reading as apply --plan
     if saved is None:
         click.echo(f"poolc: {_t(problem)}", err=True)
         sys.exit(EXIT_FINDINGS)
-    if fmt == "json":
-        click.echo(to_json(saved), nl=False)
-    elif fmt == "markdown":
-        from .report.plan_markdown import render_markdown
-
-        click.echo(render_markdown(saved), nl=False)
-    else:
-        from .report.plan_text import render_plan
-
-        color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-        click.echo(render_plan(saved, color=color), nl=False)
+    click.echo(saved_output(saved, fmt, wanted(no_color)), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -606,12 +538,11 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
     stale, or (with --check) the output or state is out of date.
     """
-    import json
-
     strategy = default_strategy(strategy, submit)
     from .apply import apply_paths
     from .lock import StateLockError
     from .transaction import JournalError
+    from .views import apply_view
 
     if now is not None:
         from .model import parse_timestamp
@@ -636,34 +567,16 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
         click.echo(f"poolc: {_t(result.recovered)}", err=True)
     failed = not result.ok or (check and bool(result.stale))
     if fmt == "json":
-        click.echo(_json_text(json.dumps(result.as_dict(), indent=2, sort_keys=True)))
+        click.echo(apply_view.as_json(result), nl=False)
         sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
-        click.echo(f"poolc: nothing applied: {_t(result.refused)}", err=True)
+        click.echo(apply_view.refused(result), nl=False, err=True)
         sys.exit(EXIT_FINDINGS)
     if check:
-        for path in result.stale:
-            click.echo(f"stale: {_t(path)}")
-        if result.stale:
-            click.echo(f"poolc: {len(result.stale)} generated file(s) out of date; run poolc apply", err=True)
-            sys.exit(EXIT_FINDINGS)
-        if not quiet:
-            click.echo(f"poolc: {len(result.files)} generated files and the state are up to date", err=True)
-        sys.exit(EXIT_OK)
-    if not quiet:
-        for path in result.stale:
-            if path in result.kept:
-                click.echo(f"kept: {_t(path)} (no longer generated, but changed since poolc wrote it)")
-            else:
-                click.echo(f"removed: {_t(path)}" if path in result.removed else f"wrote: {_t(path)}")
-        click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
-                   if result.stale else "poolc: nothing to change", err=True)
-        if result.plan is not None:
-            click.echo(_decided(result.plan), err=True)
-    if result.cleanup_error:
-        click.echo(f"poolc: applied, but cleaning up failed ({_t(result.cleanup_error)}); the next apply "
-                   "finishes it", err=True)
+        echo(apply_view.checked(result, quiet))
+        sys.exit(EXIT_FINDINGS if result.stale else EXIT_OK)
+    echo(apply_view.applied(result, quiet))
     sys.exit(EXIT_OK)
 
 
@@ -739,13 +652,12 @@ def state_list(paths: tuple[str, ...], state_file: str | None, fmt: ListFormat) 
     """List the allocations the state holds, amounts in the units of the configuration
     under PATHS (decimal GB without it; the JSON keeps canonical keys). Exit 0, or 1
     when the state is invalid."""
-    import json
-
     from .config import display_units
     from .domain.amounts import DEFAULT
     from .state import DEFAULT_STATE
     from .statecmd import list_allocations
     from .validate import validate_paths
+    from .views import state_view
 
     units = display_units(validate_paths(list(paths)).config) if paths else DEFAULT
 
@@ -753,14 +665,7 @@ def state_list(paths: tuple[str, ...], state_file: str | None, fmt: ListFormat) 
     if not read.ok:
         emit_diagnostics(read.diagnostics, "text", False)
         sys.exit(EXIT_FINDINGS)
-    if fmt == "json":
-        click.echo(_json_text(json.dumps(rows, indent=2, sort_keys=True)))
-    else:
-        for row in rows:
-            holds = units.amounts(row["holds"], skip_step_run=False)
-            kind = "preemptible" if row["preemptible"] else "non-preemptible"
-            click.echo(_t(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
-                          f"since {row['started_at'] or '-'}  {holds}"))
+    click.echo(state_view.listed_json(rows) if fmt == "json" else state_view.listed_text(rows, units), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -793,12 +698,13 @@ def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
 def _report_state_change(change: Any, word: str) -> None:
     """`state rm` and `state rerun`: each name it changed as ``<word>: NAME``, exit 0;
     or the diagnostics and why nothing changed, exit 1."""
+    from .views import state_view
+
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
+        click.echo(state_view.not_changed(change), nl=False, err=True)
         sys.exit(EXIT_FINDINGS)
-    for name in change.removed:
-        click.echo(f"{word}: {_t(name)}")
+    click.echo(state_view.changed(change, word), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -829,14 +735,13 @@ def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str
         raise click.UsageError("give --kueue FILE, --sagemaker FILE or both")
     change = _locked(lambda: import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
                                             sagemaker=sagemaker_file, allow_empty=allow_empty))
+    from .views import state_view
+
     emit_diagnostics(change.diagnostics, "text", False)
     if not change.ok:
-        click.echo(f"poolc: nothing imported: {_t(change.refused)}", err=True)
+        click.echo(state_view.not_imported(change), nl=False, err=True)
         sys.exit(EXIT_FINDINGS)
-    for label, names in (("appeared", change.added), ("left", change.removed), ("finished", change.finished),
-                         ("running", change.kept)):
-        for name in names:
-            click.echo(f"{label}: {_t(name)}")
+    click.echo(state_view.imported(change), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -849,23 +754,6 @@ def _locked(command: Callable[[], Any]) -> Any:
     except StateLockError as exc:
         click.echo(f"poolc: nothing changed: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
-
-
-def _decided(plan: Any) -> str:
-    """What the applied plan decided, in one block: counts, then names."""
-    def names(items: list[str]) -> str:
-        shown = ", ".join(_t(item) for item in items[:10])
-        return shown + (f" and {len(items) - 10} more" if len(items) > 10 else "")
-
-    allocated = [r.id for r in plan.requests if r.status == "allocated"]
-    queued = [r.id for r in plan.requests if r.status == "queued"]
-    preempted = [p.id for p in plan.preempted]
-    lines = [f"poolc: the plan allocates {len(allocated)}, queues {len(queued)}, preempts {len(preempted)}"]
-    if queued:
-        lines.append(f"  queued: {names(queued)}")
-    if preempted:
-        lines.append(f"  preempted: {names(preempted)}")
-    return "\n".join(lines)
 
 
 def run() -> None:

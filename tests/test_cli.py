@@ -419,7 +419,7 @@ def test_caret_under_the_offending_value():
 def test_severities_are_coloured_only_on_a_terminal():
     """--no-color is not decoration: on a terminal text diagnostics are coloured,
     with --no-color (or NO_COLOR, or a pipe) they are not."""
-    from poolc.cli import _coloured
+    from poolc.views.colour import coloured as _coloured
 
     line = "a.yaml:1:2: error[R001] too small\n   1 | x: error[R001]\n"
     coloured = _coloured(line)
