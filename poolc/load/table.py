@@ -93,16 +93,18 @@ class TableBuilder(Builder):
         self.table = SpanTable()
 
     def build_document(self, node: Any) -> Any:
+        self.table.values[0:4] = _span(node)
         data = self.build(node, 0, 0)
         self.table.freeze()
         return data
 
-    def _child(self, path: int, step: str | int) -> int:
+    def _child(self, path: int, step: str | int, node: Any, key: tuple[int, int, int, int] = _NO_SPAN) -> int:
+        """A new path number for ``node`` (and its ``key``'s span), its span recorded."""
         table = self.table
         table.parents.append(path)
         table.steps.append(step)
-        table.values.extend(_NO_SPAN)
-        table.keys.extend(_NO_SPAN)
+        table.values.extend(_span(node))
+        table.keys.extend(key)
         return len(table.steps) - 1
 
     def build(self, node: Any, path: Any, depth: int) -> Any:
@@ -112,10 +114,7 @@ class TableBuilder(Builder):
                           "(an alias bomb?); write the data out instead of nesting aliases", node)
         if depth > parse.MAX_DEPTH:
             raise Reject(d.Y006, f"nesting is deeper than {parse.MAX_DEPTH} levels", node)
-        values = self.table.values
-        at = 4 * path
-        values[at:at + 4] = _span(node)
-        if type(node) is ScalarNode:
+        if type(node) is ScalarNode:   # its span is recorded: the caller made its path number
             return _scalar(node)
         if id(node) in self.active:
             raise Reject(d.Y005, "recursive alias: a node contains itself", node)
@@ -127,7 +126,7 @@ class TableBuilder(Builder):
                     raise tag_rejected(node)
                 data: Any = []
                 for i, item in enumerate(node.value):
-                    last = self._child(path, i)
+                    last = self._child(path, i, item)
                     data.append(self.build(item, last, depth + 1))
             elif isinstance(node, MappingNode):
                 if _tag_text(node) != _TAG + "map":
@@ -135,6 +134,7 @@ class TableBuilder(Builder):
                 data, last = self._mapping(node, path, depth)
             else:
                 raise Reject(d.Y002, "unsupported YAML node", node)
+            values, at = self.table.values, 4 * path
             if last is not None and node.end_mark.column == 0 and values[4 * last]:
                 # a block collection "ends" at column 0 of the next line: end it where its last value ends
                 values[at + 2:at + 4] = values[4 * last + 2:4 * last + 4]
@@ -158,7 +158,6 @@ class TableBuilder(Builder):
                     _scalar(key_node)  # rejects tags on keys the same way as on values
                 explicit.append((key_node, value_node))
         seen: dict[str, Any] = {}
-        keys = self.table.keys
         child = None
         for key_node, value_node in explicit:  # "<<: *defaults": explicit keys win over merged ones
             key = sys.intern(key_node.value)   # the same few keys in every document
@@ -166,8 +165,7 @@ class TableBuilder(Builder):
                 raise Reject(d.Y003, f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1}); "
                               "YAML keeps only one of them, so remove the other", key_node)
             seen[key] = key_node
-            child = self._child(path, key)
-            keys[4 * child:4 * child + 4] = _span(key_node)
+            child = self._child(path, key, value_node, _span(key_node))
             result[key] = self.build(value_node, child, depth + 1)
         written_last = bool(explicit) and explicit[-1][0] is node.value[-1][0]
         return result, child if written_last else None
@@ -177,6 +175,7 @@ class TableBuilder(Builder):
         values = self.table.values
         own_span = values[4 * path:4 * path + 4]
         for source in sources:
+            values[4 * path:4 * path + 4] = _span(source)    # as the builder records it, until restored below
             merged = self.build(source, path, depth + 1)  # a chain of merges must not recurse unbounded
             if not isinstance(merged, dict):
                 raise Reject(d.Y002, "a merge key '<<' takes a mapping or a list of mappings", source)
