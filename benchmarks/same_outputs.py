@@ -1,7 +1,7 @@
 """Are two poolc trees' outputs byte-identical over the same inputs? (#43: a change that
 restructures must not change a byte a user sees.)
 
-    python benchmarks/same_outputs.py --baseline TREE [--inputs examples] [--plan-dir DIR ...]
+    python benchmarks/same_outputs.py --baseline TREE [--inputs examples] [--plan-dir DIR ...] [--only plan]
 
 Runs each command below with this tree's poolc and the --baseline tree's (a directory
 holding a `poolc/` package, e.g. a git worktree of main), each as `python -m poolc`
@@ -59,12 +59,15 @@ def files_of(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def run_all(tree: Path, inputs: Path, work: Path) -> list[tuple[str, bytes, bytes, int, dict[str, bytes]]]:
+def run_all(tree: Path, inputs: Path, work: Path,
+            only: tuple[str, ...] = ("",)) -> list[tuple[str, bytes, bytes, int, dict[str, bytes]]]:
     shutil.copytree(inputs, work / "in")
     env = {**os.environ, **ENV, "PYTHONPATH": str(tree)}
     env.pop("POOLC_DEBUG", None)
     seen = []
     for name, argv in commands("in"):
+        if not name.startswith(only):
+            continue
         done = subprocess.run([sys.executable, "-m", "poolc", *argv], cwd=work, capture_output=True, env=env,
                               timeout=3600, check=False)
         seen.append((name, done.stdout, done.stderr.replace(str(tree).encode(), b"<tree>"), done.returncode,
@@ -77,12 +80,15 @@ def main() -> None:
     parser.add_argument("--baseline", required=True, help="a directory holding the poolc/ to compare with")
     parser.add_argument("--inputs", default=str(REPO / "examples"))
     parser.add_argument("--plan-dir", action="append", default=[], help="another input directory")
+    parser.add_argument("--only", help="only the commands whose name starts with one of these (comma-separated), "
+                                       "e.g. 'plan,validate' on a large instance")
     args = parser.parse_args()
+    only = tuple(args.only.split(",")) if args.only else ("",)
     differ = same = 0
     for inputs in [args.inputs, *args.plan_dir]:
         with tempfile.TemporaryDirectory() as tmp:
-            before = run_all(Path(args.baseline).resolve(), Path(inputs), Path(tmp) / "before")
-            after = run_all(REPO, Path(inputs), Path(tmp) / "after")
+            before = run_all(Path(args.baseline).resolve(), Path(inputs), Path(tmp) / "before", only)
+            after = run_all(REPO, Path(inputs), Path(tmp) / "after", only)
         for (name, *old), (_, *new) in zip(before, after, strict=True):
             parts = [what for what, a, b in zip(("stdout", "stderr", "exit", "files"), old, new, strict=True)
                      if a != b]
