@@ -1,6 +1,6 @@
-"""`python -m poolc ...` runs the `poolc` command line."""
+"""`python -m poolc ...` runs the `poolc` command line (with its hooks, poolc.console)."""
 
-from poolc.cli import run
+from poolc.console import run
 
 if __name__ == "__main__":
     run()

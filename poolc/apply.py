@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Diagnostic
+from .vocabulary import Strategy, SubmitMode
 from .writer import remove_stale_temps
 
 if TYPE_CHECKING:
@@ -91,8 +92,8 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
 
 def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None = None,
                 plan_file: str | None = None, check: bool = False,
-                progress: Callable[[str], None] | None = None, strategy: str = "optimal",
-                now: str | None = None, submit: str = "gate") -> ApplyResult:
+                progress: Callable[[str], None] | None = None, strategy: Strategy = "optimal",
+                now: str | None = None, submit: SubmitMode = "gate") -> ApplyResult:
     """Plan, render and (unless ``check``) write; see the module docstring.
     ``now``: when the new allocations start (RFC 3339; default SOURCE_DATE_EPOCH,
     else the clock). ``submit``: "gate" (default: Jobs only for the steps the plan
@@ -131,9 +132,9 @@ class _Job:
     output_dir: str
     saved: Plan | None
     progress: Callable[[str], None] | None
-    strategy: str
+    strategy: Strategy
     now: str | None
-    submit: str
+    submit: SubmitMode
 
 
 def _recover(result: ApplyResult, output_dir: str) -> None:
@@ -192,7 +193,7 @@ def _compute(result: ApplyResult, job: _Job) -> None:
         result.stale.append(result.state_path)
 
 
-def _solver(strategy: str, progress: Callable[[str], None] | None) -> Callable[..., Any]:
+def _solver(strategy: Strategy, progress: Callable[[str], None] | None) -> Callable[..., Any]:
     from .plan import load_strategy
 
     return load_strategy("optimal" if strategy == "kueue" else strategy, progress)

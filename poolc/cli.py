@@ -11,7 +11,6 @@ import atexit
 import functools
 import gc
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -19,16 +18,30 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from . import __version__
-from .domain.plan import STRATEGIES
-from .escape import json_text as _json_text
 from .escape import text as _t  # every input-derived field on stdout/stderr goes through it
+from .vocabulary import (
+    DIAGNOSTIC_FORMATS,
+    LIST_FORMATS,
+    PLAN_FORMATS,
+    SHOW_FORMATS,
+    STRATEGIES,
+    SUBMIT_MODES,
+    TEST_FORMATS,
+    DiagnosticFormat,
+    ListFormat,
+    PlanFormat,
+    ShowFormat,
+    Strategy,
+    SubmitMode,
+    TestFormat,
+)
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
+    from .views.shown import Shown
 
 EXIT_OK, EXIT_FINDINGS, EXIT_CHANGES, EXIT_INTERNAL = 0, 1, 2, 3
 GC_YOUNG_THRESHOLD = 50_000   # allocations between two young-generation collections (default 700)
-FORMATS = ["text", "json", "github", "sarif"]
 # What `pip install 'poolc[plan]'` adds: validate (and its pre-commit hook) runs without them.
 PLAN_EXTRA = frozenset({"ortools", "rich"})
 
@@ -73,39 +86,27 @@ def guarded(fn: F) -> F:
     return cast(F, wrapper)
 
 
-def emit_diagnostics(diagnostics: list[Diagnostic], fmt: str, quiet: bool, summary_line: str | None = None,
-                     no_color: bool = True) -> None:
+def emit_diagnostics(diagnostics: list[Diagnostic], fmt: DiagnosticFormat, quiet: bool,
+                     summary_line: str | None = None, no_color: bool = True) -> None:
     """Diagnostics on stdout; unless quiet, a summary on stderr: ``summary_line`` in
     every format when given (validate), else the short one in text format. Text on
     a terminal shows severities in colour unless ``no_color`` (or NO_COLOR)."""
-    from .report import render, summary
+    from .views import colour, diagnostics_view
 
-    shown = [x for x in diagnostics if x.severity == "error"] if quiet else diagnostics
-    out = render(fmt, shown)
-    if fmt == "text" and out and not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty():
-        out = _coloured(out)
-    if out:
-        click.echo(out, nl=False)
-    if quiet:
-        return
-    if summary_line is not None:
-        click.echo(summary_line, err=True)
-    elif fmt == "text" and diagnostics:
-        click.echo(summary(diagnostics), err=True)
+    echo(diagnostics_view.shown(diagnostics, fmt, quiet, summary_line, colour=colour.wanted(no_color)))
 
 
-_SEVERITY = re.compile(r"^(\S.*?: )(error|warning)(\[[A-Z]\d{3}\])", re.M)
-
-
-def _coloured(text: str) -> str:
-    """``error[R001]`` in red and ``warning[P006]`` in yellow, at the start of a diagnostic line."""
-    return _SEVERITY.sub(lambda m: m[1] + click.style(m[2] + m[3], fg="red" if m[2] == "error" else "yellow",
-                                                      bold=True), text)
+def echo(shown: Shown) -> None:
+    """Write what a view returned: its standard output, then its standard error."""
+    if shown.out:
+        click.echo(shown.out, nl=False)
+    if shown.err:
+        click.echo(shown.err, nl=False, err=True)
 
 
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
-format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                             help="Output format for diagnostics.")
+format_option = click.option("--format", "fmt", type=click.Choice(DIAGNOSTIC_FORMATS), default="text",
+                             show_default=True, help="Output format for diagnostics.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="Only errors; no summary line.")
 color_option = click.option("--no-color", is_flag=True, help="Never use colour (also honoured: NO_COLOR).")
 
@@ -153,7 +154,7 @@ def main() -> None:
 @quiet_option
 @color_option
 @guarded
-def validate(paths: tuple[str, ...], fmt: str, disable: tuple[str, ...], error_on_warning: bool | None,
+def validate(paths: tuple[str, ...], fmt: DiagnosticFormat, disable: tuple[str, ...], error_on_warning: bool | None,
              quiet: bool, no_color: bool) -> None:
     """Check files against the schemas and the pool/policy rules (no solver).
 
@@ -243,8 +244,7 @@ def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
                    err=True)
 
 
-PLAN_FORMATS = ["text", "json", "markdown", "github", "sarif"]
-def default_strategy(strategy: str | None, submit: str) -> str:
+def default_strategy(strategy: Strategy | None, submit: SubmitMode) -> Strategy:
     """The strategy a plan or apply uses: the one given, else ``kueue`` under ``--submit all``
     (Kueue decides there, so that is the plan of the files written), else ``optimal``."""
     return strategy or ("kueue" if submit == "all" else "optimal")
@@ -259,11 +259,11 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @paths_argument
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file with the running allocations (default: poolc.state.json here, as apply writes it).")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="optimal: CP-SAT, priorities in strict order (docs/planning.md#tiers); zenml: the "
                    "reference reconciler, simulated; kueue: what Kueue will do with the generated objects. "
                    "Default: optimal; with --submit all, kueue (the plan of what the cluster will run).")
-@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+@click.option("--submit", type=click.Choice(SUBMIT_MODES), default="gate", show_default=True,
               help=SUBMIT_HELP)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the plan JSON here (for apply --plan).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
@@ -286,9 +286,9 @@ SUBMIT_HELP = ("gate: Jobs only for the steps the plan allocates (queued ones un
 @quiet_option
 @color_option
 @guarded
-def plan(paths: tuple[str, ...], state_file: str | None, strategy: str | None, submit: str, out_file: str | None,
-         output_dir: str | None, observed: tuple[str, ...], fmt: str, detailed_exitcode: bool, base_file: str | None,
-         verbose: bool,
+def plan(paths: tuple[str, ...], state_file: str | None, strategy: Strategy | None, submit: SubmitMode,
+         out_file: str | None, output_dir: str | None, observed: tuple[str, ...], fmt: PlanFormat,
+         detailed_exitcode: bool, base_file: str | None, verbose: bool,
          forecast: bool, horizon: str, instance_prices: str | None, quiet: bool, no_color: bool) -> None:
     """Plan which requests run on which pool, which wait, and what is preempted.
 
@@ -391,25 +391,10 @@ def _base_forecast(data: Any) -> Any:
     return found
 
 
-def _print_errors_only(diagnostics: list[Diagnostic], fmt: str, paths: tuple[str, ...], quiet: bool) -> None:
-    """A configuration with errors: the diagnostics are the output (no plan, no
-    PLANFILE), in the format asked for, and on stderr as text for the log."""
-    import shlex
+def _print_errors_only(diagnostics: list[Diagnostic], fmt: PlanFormat, paths: tuple[str, ...], quiet: bool) -> None:
+    from .views.plan_result_view import errors_output
 
-    from .report import render, summary
-
-    shown = [x for x in diagnostics if x.severity == "error"] if quiet else list(diagnostics)
-    if fmt == "markdown":
-        from .report.plan_markdown import render_errors
-
-        command = "poolc validate " + " ".join(shlex.quote(p) for p in paths)
-        click.echo(render_errors([x for x in diagnostics if x.severity == "error"], command), nl=False)
-    elif fmt != "text":
-        click.echo(render(fmt, shown), nl=False)
-    click.echo(render("text", shown), nl=False, err=True)
-    if not quiet:
-        click.echo(summary(diagnostics), err=True)
-    click.echo("poolc: the configuration has errors (not only rejected steps); no plan made", err=True)
+    echo(errors_output(diagnostics, fmt, paths, quiet))
 
 
 def _horizon(text: str) -> int:
@@ -434,50 +419,19 @@ def _forecast(result: Any, horizon: int, prices_file: str | None, start: str | N
     return made
 
 
-def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: str, made: Any = None,
+def _print_plan(result: Any, fmt: PlanFormat, quiet: bool, no_color: bool, plan_json: str, made: Any = None,
                 before: Any = None) -> None:
-    if fmt == "json":
-        click.echo(plan_json, nl=False)  # the text --out wrote, not a second serialisation
-        return
-    if fmt in ("github", "sarif"):
-        emit_diagnostics(result.plan.diagnostics_list(), fmt, quiet)
-        if fmt == "github":
-            from .escape import deep
-            from .report.github import plan_commands
+    from .views.colour import wanted
+    from .views.plan_result_view import plan_output
 
-            click.echo(plan_commands(deep(result.plan, _t)), nl=False)
-        return
-    if fmt == "markdown":
-        from .report.plan_markdown import render_markdown
-
-        text = render_markdown(result.plan, diffs=result.diffs)
-        if made is not None:
-            from .forecast.command import markdown_section
-            from .forecast.render import insert_markdown
-
-            text = insert_markdown(text, markdown_section(made, before))
-        click.echo(text, nl=False)
-        return
-    from .report.plan_text import render_plan
-
-    color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-    click.echo(render_plan(result.plan, color=color, diffs=result.diffs), nl=False)
-    if made is not None:
-        from .forecast.command import text_section
-
-        click.echo(text_section(made, before), nl=False)
-    from .report import render
-
-    shown = [x for x in result.plan.diagnostics_list() if not quiet or x.severity == "error"]
-    if shown:  # on stderr, so stdout stays the plan
-        click.echo(render("text", shown), nl=False, err=True)
+    echo(plan_output(result, fmt, quiet, wanted(no_color), plan_json, made, before))
 
 
 @main.command(name="test")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="optimal", show_default=True,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="optimal", show_default=True,
               help="How the scenarios roll forward: optimal (the plan's intent), zenml, kueue (what Kueue will do).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "sarif", "markdown"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(TEST_FORMATS), default="text",
               show_default=True)
 @click.option("--scenario", "only", multiple=True, help="Run only this scenario (repeatable).")
 @click.option("--base", "base_file", type=click.Path(dir_okay=False),
@@ -486,8 +440,8 @@ def _print_plan(result: Any, fmt: str, quiet: bool, no_color: bool, plan_json: s
               help="Write a scenario of today's plan and forecast (the expectations it meets) to this file.")
 @click.option("--horizon", default="2d", show_default=True, help="With --record: how far the recorded scenario rolls.")
 @guarded
-def test_command(paths: tuple[str, ...], strategy: str, fmt: str, only: tuple[str, ...], base_file: str | None,
-                 record_file: str | None, horizon: str) -> None:
+def test_command(paths: tuple[str, ...], strategy: Strategy, fmt: TestFormat, only: tuple[str, ...],
+                 base_file: str | None, record_file: str | None, horizon: str) -> None:
     """Run the scenarios (kind: Scenario) under PATHS and judge their expectations.
 
     Exit 0 when every expectation holds, 1 when one fails or the inputs do not
@@ -537,32 +491,23 @@ def test_command(paths: tuple[str, ...], strategy: str, fmt: str, only: tuple[st
 
 @main.command()
 @click.argument("plan_file", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(SHOW_FORMATS), default="text", show_default=True)
 @color_option
 @guarded
-def show(plan_file: str, fmt: str, no_color: bool) -> None:
+def show(plan_file: str, fmt: ShowFormat, no_color: bool) -> None:
     """Render a saved plan (poolc plan --out) without planning again.
 
     Exit 0, or 1 when the file is not a plan this poolc can read.
     """
     from .apply import read_plan_file
-    from .domain.plan import to_json
+    from .views.colour import wanted
+    from .views.plan_result_view import saved_output
 
     saved, problem = read_plan_file(plan_file)   # the same reading as apply --plan
     if saved is None:
         click.echo(f"poolc: {_t(problem)}", err=True)
         sys.exit(EXIT_FINDINGS)
-    if fmt == "json":
-        click.echo(to_json(saved), nl=False)
-    elif fmt == "markdown":
-        from .report.plan_markdown import render_markdown
-
-        click.echo(render_markdown(saved), nl=False)
-    else:
-        from .report.plan_text import render_plan
-
-        color = not no_color and not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-        click.echo(render_plan(saved, color=color), nl=False)
+    click.echo(saved_output(saved, fmt, wanted(no_color)), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -574,10 +519,10 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
               help="State file (default: poolc.state.json in the current directory).")
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
               help="Apply exactly this saved plan (poolc plan --out); refused if the inputs changed since.")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="The planning strategy (a saved --plan names its own). Default: optimal; with --submit all, "
                    "kueue, so the Jobs written are those of the plan that describes them.")
-@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True,
+@click.option("--submit", type=click.Choice(SUBMIT_MODES), default="gate", show_default=True,
               help=SUBMIT_HELP + " A saved --plan names its own.")
 @click.option("--now", help="Start time of the allocations this apply creates (RFC 3339; default "
                             "SOURCE_DATE_EPOCH, else the clock).")
@@ -586,18 +531,18 @@ def show(plan_file: str, fmt: str, no_color: bool) -> None:
 @quiet_option
 @guarded
 def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_file: str | None,
-          strategy: str | None, submit: str, now: str | None, check: bool, fmt: str, quiet: bool) -> None:
+          strategy: Strategy | None, submit: SubmitMode, now: str | None, check: bool, fmt: DiagnosticFormat,
+          quiet: bool) -> None:
     """Write the generated manifests and the new state, atomically.
 
     Exit 0 ok; 1 when the configuration or the state is invalid, the plan file is
     stale, or (with --check) the output or state is out of date.
     """
-    import json
-
     strategy = default_strategy(strategy, submit)
     from .apply import apply_paths
     from .lock import StateLockError
     from .transaction import JournalError
+    from .views import apply_view
 
     if now is not None:
         from .model import parse_timestamp
@@ -622,34 +567,16 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
         click.echo(f"poolc: {_t(result.recovered)}", err=True)
     failed = not result.ok or (check and bool(result.stale))
     if fmt == "json":
-        click.echo(_json_text(json.dumps(result.as_dict(), indent=2, sort_keys=True)))
+        click.echo(apply_view.as_json(result), nl=False)
         sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
     emit_diagnostics(result.diagnostics, fmt, quiet)
     if not result.ok:
-        click.echo(f"poolc: nothing applied: {_t(result.refused)}", err=True)
+        click.echo(apply_view.refused(result), nl=False, err=True)
         sys.exit(EXIT_FINDINGS)
     if check:
-        for path in result.stale:
-            click.echo(f"stale: {_t(path)}")
-        if result.stale:
-            click.echo(f"poolc: {len(result.stale)} generated file(s) out of date; run poolc apply", err=True)
-            sys.exit(EXIT_FINDINGS)
-        if not quiet:
-            click.echo(f"poolc: {len(result.files)} generated files and the state are up to date", err=True)
-        sys.exit(EXIT_OK)
-    if not quiet:
-        for path in result.stale:
-            if path in result.kept:
-                click.echo(f"kept: {_t(path)} (no longer generated, but changed since poolc wrote it)")
-            else:
-                click.echo(f"removed: {_t(path)}" if path in result.removed else f"wrote: {_t(path)}")
-        click.echo(f"poolc: {len(result.stale)} change(s) applied; {len(result.files)} generated files"
-                   if result.stale else "poolc: nothing to change", err=True)
-        if result.plan is not None:
-            click.echo(_decided(result.plan), err=True)
-    if result.cleanup_error:
-        click.echo(f"poolc: applied, but cleaning up failed ({_t(result.cleanup_error)}); the next apply "
-                   "finishes it", err=True)
+        echo(apply_view.checked(result, quiet))
+        sys.exit(EXIT_FINDINGS if result.stale else EXIT_OK)
+    echo(apply_view.applied(result, quiet))
     sys.exit(EXIT_OK)
 
 
@@ -659,9 +586,9 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
               help="Where apply writes the files (kept between cycles with the state).")
 @click.option("--state", "state_file", type=click.Path(dir_okay=False),
               help="State file (default: poolc.state.json in the current directory).")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="As for apply. Default: optimal; with --submit all, kueue.")
-@click.option("--submit", type=click.Choice(["gate", "all"]), default="gate", show_default=True, help=SUBMIT_HELP)
+@click.option("--submit", type=click.Choice(SUBMIT_MODES), default="gate", show_default=True, help=SUBMIT_HELP)
 @click.option("--run-id", help="Appended to the names of the training jobs this cycle submits (1-20 letters and "
                                "digits; default c<the cycle's time in epoch seconds>).")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=300, show_default=True,
@@ -670,7 +597,8 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
               help="Seconds between two looks at the Workloads while waiting.")
 @click.option("--allow-empty", is_flag=True, help="As for state import: the cluster really runs nothing.")
 @guarded
-def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strategy: str | None, submit: str,
+def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strategy: Strategy | None,
+          submit: SubmitMode,
           run_id: str | None, wait_seconds: float, poll_seconds: float, allow_empty: bool) -> None:
     """One reconcile cycle: observe the cluster and SageMaker, import, apply, stop the
     victims, wait for their quota, then hand over the Kueue objects, the admitted Jobs
@@ -718,19 +646,18 @@ state_file_option = click.option("--state", "state_file", type=click.Path(dir_ok
 @state.command("list")
 @click.argument("paths", nargs=-1)
 @state_file_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="text", show_default=True)
 @guarded
-def state_list(paths: tuple[str, ...], state_file: str | None, fmt: str) -> None:
+def state_list(paths: tuple[str, ...], state_file: str | None, fmt: ListFormat) -> None:
     """List the allocations the state holds, amounts in the units of the configuration
     under PATHS (decimal GB without it; the JSON keeps canonical keys). Exit 0, or 1
     when the state is invalid."""
-    import json
-
     from .config import display_units
     from .domain.amounts import DEFAULT
     from .state import DEFAULT_STATE
     from .statecmd import list_allocations
     from .validate import validate_paths
+    from .views import state_view
 
     units = display_units(validate_paths(list(paths)).config) if paths else DEFAULT
 
@@ -738,14 +665,7 @@ def state_list(paths: tuple[str, ...], state_file: str | None, fmt: str) -> None
     if not read.ok:
         emit_diagnostics(read.diagnostics, "text", False)
         sys.exit(EXIT_FINDINGS)
-    if fmt == "json":
-        click.echo(_json_text(json.dumps(rows, indent=2, sort_keys=True)))
-    else:
-        for row in rows:
-            holds = units.amounts(row["holds"], skip_step_run=False)
-            kind = "preemptible" if row["preemptible"] else "non-preemptible"
-            click.echo(_t(f"{row['name']}  {row['subject']}@{row['pool']}  {kind}  "
-                          f"since {row['started_at'] or '-'}  {holds}"))
+    click.echo(state_view.listed_json(rows) if fmt == "json" else state_view.listed_text(rows, units), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -778,12 +698,13 @@ def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
 def _report_state_change(change: Any, word: str) -> None:
     """`state rm` and `state rerun`: each name it changed as ``<word>: NAME``, exit 0;
     or the diagnostics and why nothing changed, exit 1."""
+    from .views import state_view
+
     if not change.ok:
         emit_diagnostics(change.diagnostics, "text", False)
-        click.echo(f"poolc: nothing changed: {_t(change.refused)}", err=True)
+        click.echo(state_view.not_changed(change), nl=False, err=True)
         sys.exit(EXIT_FINDINGS)
-    for name in change.removed:
-        click.echo(f"{word}: {_t(name)}")
+    click.echo(state_view.changed(change, word), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -814,14 +735,13 @@ def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str
         raise click.UsageError("give --kueue FILE, --sagemaker FILE or both")
     change = _locked(lambda: import_cluster(paths or (".",), state_file or DEFAULT_STATE, kueue=kueue_file,
                                             sagemaker=sagemaker_file, allow_empty=allow_empty))
+    from .views import state_view
+
     emit_diagnostics(change.diagnostics, "text", False)
     if not change.ok:
-        click.echo(f"poolc: nothing imported: {_t(change.refused)}", err=True)
+        click.echo(state_view.not_imported(change), nl=False, err=True)
         sys.exit(EXIT_FINDINGS)
-    for label, names in (("appeared", change.added), ("left", change.removed), ("finished", change.finished),
-                         ("running", change.kept)):
-        for name in names:
-            click.echo(f"{label}: {_t(name)}")
+    click.echo(state_view.imported(change), nl=False)
     sys.exit(EXIT_OK)
 
 
@@ -834,23 +754,6 @@ def _locked(command: Callable[[], Any]) -> Any:
     except StateLockError as exc:
         click.echo(f"poolc: nothing changed: {_t(exc)}", err=True)
         sys.exit(EXIT_FINDINGS)
-
-
-def _decided(plan: Any) -> str:
-    """What the applied plan decided, in one block: counts, then names."""
-    def names(items: list[str]) -> str:
-        shown = ", ".join(_t(item) for item in items[:10])
-        return shown + (f" and {len(items) - 10} more" if len(items) > 10 else "")
-
-    allocated = [r.id for r in plan.requests if r.status == "allocated"]
-    queued = [r.id for r in plan.requests if r.status == "queued"]
-    preempted = [p.id for p in plan.preempted]
-    lines = [f"poolc: the plan allocates {len(allocated)}, queues {len(queued)}, preempts {len(preempted)}"]
-    if queued:
-        lines.append(f"  queued: {names(queued)}")
-    if preempted:
-        lines.append(f"  preempted: {names(preempted)}")
-    return "\n".join(lines)
 
 
 def run() -> None:

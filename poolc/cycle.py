@@ -41,6 +41,7 @@ from ruamel.yaml import YAML
 
 from .diagnostics import Diagnostic
 from .reports import PREEMPTED_TAG
+from .vocabulary import Strategy, SubmitMode
 from .writer import write_atomic
 
 # Training jobs are read back this long after they last changed (a Job's TTL is 7 days):
@@ -243,7 +244,7 @@ def _training_job_exists(tools: Tools, region: str, name: str) -> bool:
     raise CycleError(f"checking training job {name}: aws exited {done.returncode}: {done.stderr.strip()[:300]}")
 
 
-def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strategy: str, submit: str,
+def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strategy: Strategy, submit: SubmitMode,
               run_id: str | None = None, tools: Tools | None = None, allow_empty: bool = False,
               say: Callable[[str], None] = lambda line: None) -> CycleResult:
     """One cycle (module doc). Raises CycleError, having handed the cluster nothing out of turn."""

@@ -8,9 +8,10 @@ reused or renumbered.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-Severity = Literal["error", "warning"]
+from .vocabulary import Severity
+
+__all__ = ["Severity"]   # re-exported: the stages name it from here
 # Where a finding stands in a file (YAML or JSON alike): 1-based (line, column, end_line,
 # end_column), end exclusive; a Path_ names a key or value inside a document.
 Span = tuple[int, int, int, int]

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import vocabulary
 from .units import DURATION_PATTERN, QUANTITY_PATTERN, mcpu_ceil, memory_mb_floor
 
 MAX_INT = 10**12
@@ -749,7 +750,6 @@ StepId = Annotated[str, StringConstraints(pattern=STEP_ID, max_length=127)]
 PERCENT = r"^(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)%$"
 Percent = Annotated[str, StringConstraints(pattern=PERCENT)]
 GpuHours = Annotated[float, Field(ge=0, le=MAX_INT), BeforeValidator(_integral_float)]
-STEP_STATES = ("running", "queued", "preempted", "finished")
 
 
 def _one_bound(schema: dict[str, Any]) -> None:
@@ -801,7 +801,7 @@ def _arrival_schema(schema: dict[str, Any]) -> None:
 class StepState(Strict):
     step: WorkRef = Field(description="A step id (<pipeline>/<step>) or the name of a running allocation.")
     at: ScenarioTime = Field(description=_AT_HELP)
-    state: Literal["running", "queued", "preempted", "finished"] = Field(description=(
+    state: vocabulary.StepState = Field(description=(
         "running (holds capacity), queued (waits, never started since it arrived), preempted (waits again after "
         "a preemption), finished (its run ended)."))
 
@@ -881,7 +881,7 @@ class Expectation(Strict):
 
 
 class ScenarioSpec(Spec):
-    start: ScenarioStart = Field(default=ScenarioStart(), description="Where the scenario starts.")
+    start: ScenarioStart = Field(default=ScenarioStart.model_construct(), description="Where the scenario starts.")
     horizon: ScenarioDuration = Field(default="7d", description="How far the scenario rolls forward (default 7d).")
     durations: dict[WorkRef, ScenarioDuration] = Field(default={}, description=(
         "How long steps (<pipeline>/<step>) and running allocations (by name) run, over what the files say."))

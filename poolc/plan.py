@@ -37,7 +37,6 @@ from .domain.change import compare, state_difference
 from .domain.eligibility import check_placement, check_policy
 from .domain.naming import allocation_name, step_label
 from .domain.plan import (
-    STRATEGIES,
     AllocationChanges,
     External,
     FileChange,
@@ -65,6 +64,8 @@ from .state import (
 from .targets.context import TargetContext
 from .textdiff import unified_diff
 from .validate import Validation, validate_paths
+from .vocabulary import STRATEGIES, SubmitMode
+from .vocabulary import Strategy as StrategyName
 from .writer import Tree, UnsafePath, sha256_text
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
@@ -187,7 +188,7 @@ def resolve_now(now: str | datetime | None = None) -> datetime:
 Strategy = Callable[[Problem], Solution]
 
 
-def load_strategy(name: str | Strategy, progress: Callable[[str], None] | None = None) -> Strategy:
+def load_strategy(name: StrategyName | Strategy, progress: Callable[[str], None] | None = None) -> Strategy:
     """The solve function of a named strategy (imported now, not before), or a
     caller's own ``solve(problem) -> Solution`` as it is."""
     if callable(name):
@@ -291,10 +292,10 @@ def _kueue_strategy(prepared: Prepared, optimal: Strategy) -> Solution:
     return kueue_solution(replayed, optimal(problem), kubernetes_ids, {a.name for a in problem.running})
 
 
-def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: str | Strategy = "optimal",
+def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy: StrategyName | Strategy = "optimal",
                progress: Callable[[str], None] | None = None, runtime_check: bool = True,
                output_dir: str | None = None, now: str | datetime | None = None,
-               observed: Iterable[str] | None = None, submit: str = "gate", refuse_invalid: bool = False,
+               observed: Iterable[str] | None = None, submit: SubmitMode = "gate", refuse_invalid: bool = False,
                base: Plan | None = None, validation: Validation | None = None) -> PlanResult:
     """Plan the configuration under ``paths`` against the state in ``state_file``
     (default ``poolc.state.json`` in the working directory).
@@ -325,9 +326,9 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
                          output_dir=output_dir, now=now, submit=submit, base=base)
 
 
-def plan_prepared(prepared: Prepared, *, strategy: str | Strategy, solve: Strategy,
+def plan_prepared(prepared: Prepared, *, strategy: StrategyName | Strategy, solve: Strategy,
                   progress: Callable[[str], None] | None = None, runtime_check: bool = True,
-                  output_dir: str | None = None, now: str | datetime | None = None, submit: str = "gate",
+                  output_dir: str | None = None, now: str | datetime | None = None, submit: SubmitMode = "gate",
                   base: Plan | None = None) -> PlanResult:
     """solve -> decide -> runtime replay -> changes -> the Plan (see ``plan_paths``)."""
     if base is not None:
@@ -416,7 +417,7 @@ def check_base(base: Plan, prepared: Prepared) -> None:
                            "branch against the same state file (`poolc plan --state FILE --out PLANFILE`)")
 
 
-def decide_strategy(prepared: Prepared, strategy: str | Strategy, solve: Strategy,
+def decide_strategy(prepared: Prepared, strategy: StrategyName | Strategy, solve: Strategy,
                     progress: Callable[[str], None] | None) -> Solution:
     """The strategy's decisions (the only step that solves)."""
     if strategy == "kueue":
@@ -454,7 +455,7 @@ def with_sections(prepared: Prepared, decided: Plan, runtime: tuple[Runtime, lis
                                units=display_units(prepared.validation.config))
 
 
-def waits(plan: Plan, live: list[StepRequest], submit: str) -> tuple[PlannedRequest, ...]:
+def waits(plan: Plan, live: list[StepRequest], submit: SubmitMode) -> tuple[PlannedRequest, ...]:
     """The requests, with how long each waited for this reconcile cycle: only in gate
     mode and with the cycle's time given (same inputs, same plan)."""
     if submit == "gate" and os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():

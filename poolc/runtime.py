@@ -22,7 +22,8 @@ from .planner import kueue as replaying
 from .planner.solution import Solution
 from .requests import StepRequest
 from .targets import kubernetes, kueue, stops
-from .targets.context import ALL, GATE, TargetContext
+from .targets.context import TargetContext
+from .vocabulary import ALL, GATE, SubmitMode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Replay:
     objects: list[dict]
     simulation: replaying.Simulation
     running_of_step: dict[str, str]
-    submit: str = GATE
+    submit: SubmitMode = GATE
     stopped: frozenset[str] = frozenset()   # victims the stop objects stop (gone from the cluster)
 
 
@@ -51,7 +52,7 @@ def running_workloads(ctx: TargetContext, problem: Problem) -> list[replaying.Ru
 
 def replay(config: Config, plan: Plan, requests: Iterable[StepRequest], problem: Problem,
            running: Mapping[str, Running], batch_of: Mapping[str, int] | None = None,
-           context: TargetContext | None = None, submit: str = GATE) -> Replay:
+           context: TargetContext | None = None, submit: SubmitMode = GATE) -> Replay:
     """Kueue's outcome for what apply would write for ``plan``. ``running``: step id
     -> the allocation that already runs it (its Job is that admitted workload);
     ``batch_of``: request id -> the wave its Job is created in (default: all at once);

@@ -233,6 +233,31 @@ def test_validate_imports_no_solver_no_emitters_and_generates_no_schema():
     assert proc.stdout.strip().endswith("ok")
 
 
+ONE_FILE = """
+import sys
+from poolc.console import main
+try:
+    main(["validate", "examples/pools/cpu-batch.yaml"], standalone_mode=False)
+except SystemExit as exit:
+    assert exit.code == 0, exit.code
+from poolc import model
+built = sorted(name for name, cls in vars(model).items()
+               if isinstance(cls, type) and issubclass(cls, model.BaseModel) and cls.__pydantic_complete__)
+print(built)
+print(sorted(m for m in sys.modules if m.startswith("poolc.domain.plan")))
+"""
+
+
+def test_a_one_file_validate_builds_only_its_kinds_models():
+    """Start-up (#43): a pool file's validate builds the ResourcePool model's validator and no
+    other kind's (pydantic's deferred build; no default value that builds one at import), and
+    never imports the plan's modules (the command line's choices come from poolc.vocabulary)."""
+    proc = subprocess.run([sys.executable, "-c", ONE_FILE], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    built, plan_modules = proc.stdout.splitlines()
+    assert built == "['ResourcePool']"
+    assert plan_modules == "[]"
+
 # --- poolc schema ---------------------------------------------------------------------
 
 def test_schema_without_kind_prints_valid_json():
@@ -394,7 +419,7 @@ def test_caret_under_the_offending_value():
 def test_severities_are_coloured_only_on_a_terminal():
     """--no-color is not decoration: on a terminal text diagnostics are coloured,
     with --no-color (or NO_COLOR, or a pipe) they are not."""
-    from poolc.cli import _coloured
+    from poolc.views.colour import coloured as _coloured
 
     line = "a.yaml:1:2: error[R001] too small\n   1 | x: error[R001]\n"
     coloured = _coloured(line)

@@ -340,8 +340,9 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
     """From the package's first lines on (before them, Python's own start-up owns Ctrl-C):
     the delays from 0 s catch the signal while poolc.cli is still being found and
     imported, where it used to print a traceback from the import system."""
-    go = ("import sys, poolc; sys.stderr.write('go\\n'); sys.stderr.flush(); "
-          "from poolc.cli import main; main()")
+    # what the console entry point (poolc.console) does first, then the command line's imports
+    go = ("import sys; from poolc.interrupts import install_hooks; install_hooks(); "
+          "sys.stderr.write('go\\n'); sys.stderr.flush(); from poolc.cli import main; main()")
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     for delay in (0.0, 0.0, 0.001, 0.001, 0.005, 0.02, 0.05, 0.1, 0.2, 0.4):
         proc = subprocess.Popen([sys.executable, "-c", go, "validate", "examples"], cwd=tmp_path,
@@ -361,7 +362,8 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
 # (the process sends it to itself); Python raises it where the N-th call begins.
 AT_CALL = """
 import os, signal, sys
-import poolc
+from poolc.interrupts import install_hooks
+install_hooks()   # what the console entry point (poolc.console) does before the command line's imports
 calls, at = 0, int(os.environ["CTRL_C_AT_CALL"])
 
 def count(frame, event, arg):

@@ -23,6 +23,7 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from ..escape import json_text
 from ..jsontext import dumps_sorted
+from ..vocabulary import Strategy, SubmitMode
 from .amounts import DEFAULT, Units
 from .change import BaseComparison
 from .naming import allocation_name
@@ -31,8 +32,6 @@ FORMAT_VERSION = 1
 ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
 STATUSES = (ALLOCATED, QUEUED, REJECTED)
 UNMANAGED = "UNMANAGED"
-# Every strategy a plan can name, in the order the CLI lists them.
-STRATEGIES = ("optimal", "zenml", "kueue")
 
 
 class PlanFormatError(ValueError):
@@ -144,12 +143,11 @@ class Tier:
         return 0.0 if self.bound is None else abs(self.bound - value) / max(1, abs(value))
 
 
-TIER_KINDS = ("in-share", "admitted", "preempted", "arrival", "start-rank", "preference")
 
 
 @dataclass(frozen=True)
 class SolverInfo:
-    strategy: str
+    strategy: Strategy
     status: str
     objective: tuple[int, ...]
     gap: float
@@ -251,7 +249,7 @@ class Runtime:
     differences: tuple[RuntimeDifference, ...]    # sorted by id
     notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
     stopped: str = ""                             # why the replay stopped before it settled ("" if it did)
-    submit: str = "gate"                          # how apply hands Jobs to the cluster: gate | all
+    submit: SubmitMode = "gate"                   # how apply hands Jobs to the cluster
 
     @property
     def agrees(self) -> bool:

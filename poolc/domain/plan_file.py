@@ -15,15 +15,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..jsonpos import JsonScan
+from ..vocabulary import RequestStatus, Strategy, SubmitMode, TierKind
 from .amounts import DECIMAL, Units
 from .plan import (
-    STRATEGIES,
-    TIER_KINDS,
     AllocationChanges,
     External,
     FileChange,
@@ -47,10 +46,6 @@ _SHOWN_ERRORS = 3
 Int = Annotated[int, Field(strict=True, ge=-MAX_VALUE, le=MAX_VALUE)]
 Ints = dict[str, Int]
 Str = Annotated[str, Field(strict=True)]
-TierKind = Literal["in-share", "admitted", "preempted", "arrival", "start-rank", "preference"]
-Strategy = Literal["optimal", "zenml", "kueue"]
-if get_args(TierKind) != TIER_KINDS or get_args(Strategy) != STRATEGIES:   # one vocabulary, written twice
-    raise ImportError("poolc.domain.plan_file is out of step with poolc.domain.plan")
 
 
 class _Model(BaseModel):
@@ -63,7 +58,7 @@ class RequestModel(_Model):
     requester: Str | None = None
     preemptible: bool
     demand: Ints
-    status: Literal["allocated", "queued", "rejected"]
+    status: RequestStatus
     pool: Str | None = None
     policy: Str | None = None
     borrowed: Ints
@@ -188,7 +183,7 @@ class RuntimeModel(_Model):
     differences: list[DifferenceModel]
     notes: list[Str] = []
     stopped: Str = ""
-    submit: Literal["gate", "all"] = "gate"
+    submit: SubmitMode = "gate"
 
 
 class ExternalModel(_Model):

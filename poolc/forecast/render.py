@@ -143,20 +143,3 @@ def render_markdown(forecast: Forecast, max_steps: int = MARKDOWN_STEPS, folded:
                    else "Every waiting step, and reserved shares left idle")
         lines += ["", f"<details><summary>{summary}</summary>", *details, "", "</details>"]
     return "\n".join(lines) + "\n"
-
-
-def insert_markdown(plan_markdown: str, section: str) -> str:
-    """The plan's comment with ``section`` near its top: after the title and the
-    lines under it, and after the inputs a ``--base`` comparison says changed (the
-    forecast is what that change does in time and money)."""
-    blocks = plan_markdown.split("\n\n")
-    at = 1
-    while at < len(blocks) and not blocks[at].startswith("#"):
-        at += 1                                    # the summary and warning lines under the title
-    if at < len(blocks) and blocks[at].startswith("#### What changed"):
-        at += 1
-        while at < len(blocks) and not blocks[at].startswith("#"):
-            at += 1                                # its table of changed inputs
-    if at >= len(blocks):
-        return plan_markdown.rstrip("\n") + "\n\n" + section
-    return "\n\n".join(blocks[:at]) + "\n\n" + section + "\n" + "\n\n".join(blocks[at:])

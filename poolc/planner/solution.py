@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..vocabulary import Strategy
+
 
 @dataclass
 class Solution:
-    strategy: str                                   # "optimal" | "zenml"
+    strategy: Strategy
     admitted: dict[str, str]                        # request id -> name of the policy it is admitted through
     # allocation name -> sorted request ids it made room for
     preempted: dict[str, list[str]] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from poolc.diagnostics import report_order
+from poolc.vocabulary import DIAGNOSTIC_FORMATS, DiagnosticFormat
 
 if TYPE_CHECKING:
     from poolc.diagnostics import Diagnostic
@@ -30,10 +31,10 @@ def _lazy(name: str) -> Renderer:
     return renderer
 
 
-FORMATS: dict[str, Renderer] = {name: _lazy(name) for name in ("text", "json", "github", "sarif")}
+FORMATS: dict[DiagnosticFormat, Renderer] = {name: _lazy(name) for name in DIAGNOSTIC_FORMATS}
 
 
-def render(fmt: str, diagnostics: list[Diagnostic]) -> str:
+def render(fmt: DiagnosticFormat, diagnostics: list[Diagnostic]) -> str:
     """Render ``diagnostics`` in format ``fmt``; an unknown format is a ValueError."""
     try:
         renderer = FORMATS[fmt]

@@ -354,10 +354,33 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
     """The comment; always under GitHub's 65,536-character limit. Every string of the
     plan is input: made inert for Markdown first (``poolc.escape.md_inert``, which
     also bounds each field), the result passes the runner guard last."""
+    return render_comment(plan, diffs=diffs)
+
+
+def render_comment(plan: Plan, *, diffs: Mapping[str, str] | None = None, forecast: str | None = None) -> str:
+    """The comment composed of its sections; ``forecast`` (another command's section,
+    already rendered and escaped, outside the size budget) goes after the comment's
+    lead: the title, the lines under it and, against a base plan, the inputs that
+    changed (the forecast is what that change does in time and money)."""
+    lead, rest = _composed(plan, diffs)
+    if forecast is None:
+        return escape.guard_lines("\n".join(lead + rest).rstrip() + "\n") if rest is not None else lead[0]
+    if rest is None:                       # the one paragraph of a change with no effect
+        return lead[0].rstrip("\n") + "\n\n" + forecast
+    bottom = "\n".join(rest).rstrip()
+    if not bottom:
+        return escape.guard_lines("\n".join(lead).rstrip()) + "\n\n" + forecast
+    return (escape.guard_lines("\n".join(lead).rstrip("\n")) + "\n\n" + forecast + "\n"
+            + escape.guard_lines(bottom + "\n"))
+
+
+def _composed(plan: Plan, diffs: Mapping[str, str] | None) -> tuple[list[str], list[str] | None]:
+    """The comment's lines as its lead and the rest, each section within its share of
+    the size budget; the whole comment as one text and None when the change has no effect."""
     plan = escape.deep(plan, escape.md_inert)
     base = plan.base
     if base is not None and base.no_effect:
-        return no_changes(plan)
+        return [no_changes(plan)], None
     sections: list[Callable[[int], list[str]]] = []
     if base is not None:
         head = _change_head(plan, base)
@@ -383,8 +406,10 @@ def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> st
         sections.append(lambda budget: _applying(plan, diffs or {}, budget))
     sizes = [len("\n".join(section(UNLIMITED))) + 1 for section in sections]
     shares = _shares(sizes, BUDGET - len("\n".join(head)))
-    body = [line for section, share in zip(sections, shares, strict=True) for line in section(share)]
-    return escape.guard_lines("\n".join(head + body).rstrip() + "\n")
+    parts = [section(share) for section, share in zip(sections, shares, strict=True)]
+    leading = 1 if base is not None else 0      # against a base, the inputs that changed lead too
+    lead = head + [line for part in parts[:leading] for line in part]
+    return lead, [line for part in parts[leading:] for line in part]
 
 
 def render_errors(errors: Sequence[Diagnostic], command: str) -> str:

@@ -10,6 +10,7 @@ from ..config import display_units
 from ..diagnostics import Diagnostic
 from ..domain.amounts import DEFAULT, Units
 from ..plan import load
+from ..vocabulary import Strategy
 from .bounds import Bounds, bounds_of
 from .judge import Verdict, judge
 from .run import Rolled, roll
@@ -37,7 +38,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Report:
-    strategy: str
+    strategy: Strategy
     outcomes: tuple[Outcome, ...]
     diagnostics: tuple[Diagnostic, ...]   # the inputs' errors: then no scenario runs
     bounds: Bounds = field(default_factory=dict)   # the platform's bounds (bounds.py), for a base to compare
@@ -54,7 +55,7 @@ class Report:
         return good, total
 
 
-def run_tests(paths: Iterable[str], strategy: str = "optimal", only: Iterable[str] = ()) -> Report:
+def run_tests(paths: Iterable[str], strategy: Strategy = "optimal", only: Iterable[str] = ()) -> Report:
     """Every scenario under ``paths`` (or those named in ``only``), in name order."""
     validation = load(list(paths))
     errors = tuple(x for x in validation.diagnostics if x.severity == "error")

@@ -17,6 +17,7 @@ from ..load import load_text
 from ..model import Scenario
 from ..plan import load
 from ..report import render
+from ..vocabulary import Strategy
 from .arrivals import clock
 from .judge import utilisation
 from .run import plan_start, start_of
@@ -39,7 +40,7 @@ def _within(seconds: int) -> str:
     return f"{max(1, math.ceil((seconds + 1) / 60))}m"
 
 
-def record_scenario(paths: Iterable[str], strategy: str, horizon: int, target: str) -> tuple[str | None, str]:
+def record_scenario(paths: Iterable[str], strategy: Strategy, horizon: int, target: str) -> tuple[str | None, str]:
     """(the scenario's YAML, a summary) or (None, why not)."""
     validation = load(list(paths))
     errors = [x for x in validation.diagnostics if x.severity == "error"]

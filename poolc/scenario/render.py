@@ -6,11 +6,13 @@ the inputs are escaped per channel; the same report gives the same bytes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from .. import __version__, escape
 from ..report import render as render_diagnostics
+from ..vocabulary import TestFormat
 from .command import Outcome, Report
 
 
@@ -154,4 +156,5 @@ def markdown(report: Report) -> str:
     return escape.guard_lines("\n".join(lines) + "\n")
 
 
-RENDERERS = {"text": text, "json": as_json, "junit": junit, "sarif": sarif, "markdown": markdown}
+RENDERERS: dict[TestFormat, Callable[[Report], str]] = {"text": text, "json": as_json, "junit": junit, "sarif": sarif,
+                                                         "markdown": markdown}

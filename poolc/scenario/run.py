@@ -18,6 +18,7 @@ from ..forecast.summary import Forecast
 from ..model import Scenario, parse_timestamp
 from ..plan import PlanResult, Validation, decide, decide_strategy, load_strategy, prepare, with_sections
 from ..state import StateRead, read_state
+from ..vocabulary import Strategy
 from .arrivals import expand, seconds
 
 # when nothing runs and no time is written, the start is only a label
@@ -55,7 +56,7 @@ def start_of(entry: Entry[Scenario], result: PlanResult) -> datetime:
     return max(started) if started else NO_CLOCK
 
 
-def plan_start(validation: Validation, entry: Entry[Scenario], strategy: str) -> PlanResult | StateRead:
+def plan_start(validation: Validation, entry: Entry[Scenario], strategy: Strategy) -> PlanResult | StateRead:
     """The plan of the scenario's start, or the state that could not be read."""
     state, state_path = state_of(entry)
     if not state.ok:
@@ -68,7 +69,7 @@ def plan_start(validation: Validation, entry: Entry[Scenario], strategy: str) ->
                       sorted(prepared.released))
 
 
-def roll(validation: Validation, entry: Entry[Scenario], strategy: str) -> Rolled:
+def roll(validation: Validation, entry: Entry[Scenario], strategy: Strategy) -> Rolled:
     spec = entry.obj.spec
     started = plan_start(validation, entry, strategy)
     if isinstance(started, StateRead):

@@ -19,15 +19,12 @@ from ..domain.problem import PolicyRule, Pool
 from ..inputs import policies_of, pools_of
 from ..model import KubernetesComponent, Policy, SageMakerComponent, Stack
 from ..requests import StepRequest, build_requests
+from ..vocabulary import GATE, SUBMIT_MODES, SubmitMode
 
 Component = KubernetesComponent | SageMakerComponent
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "poolc"}
 LABEL_PREFIX = "poolc.dev/"
-# How Jobs reach Kueue (docs/apply.md#gate-mode-the-cluster-runs-the-plan): "gate" writes Jobs only for the steps the
-# plan allocates and stops the plan's victims; "all" submits every Job and lets Kueue decide.
-GATE, ALL = "gate", "all"
-SUBMIT_MODES = (GATE, ALL)
 
 
 @dataclass(frozen=True)
@@ -38,7 +35,7 @@ class TargetContext:
     pools: tuple[Pool, ...]
     policy_rules: tuple[PolicyRule, ...]
     version: str = __version__
-    submit: str = GATE
+    submit: SubmitMode = GATE
     # what a target renders once per context and reads twice (the runtime check
     # and the files read the same Jobs and Kueue objects): key -> value; not an
     # __init__ field, so a dataclasses.replace copy (another plan) starts empty
@@ -46,7 +43,7 @@ class TargetContext:
 
     @classmethod
     def of(cls, config: Config, plan: Plan, requests: Iterable[StepRequest] | None = None,
-           submit: str = GATE) -> TargetContext:
+           submit: SubmitMode = GATE) -> TargetContext:
         """The context of ``plan``, made from ``config``; ``requests`` are the config's
         step requests when the caller already built them; ``submit``: gate or all."""
         pools = pools_of(config)

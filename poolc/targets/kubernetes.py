@@ -20,7 +20,8 @@ from ..domain.plan import QUEUED
 from ..model import KubernetesComponent
 from ..requests import StepRequest, step_inputs
 from ..units import format_mcpu, format_memory_mb
-from .context import GATE, LABEL_PREFIX, MANAGED_BY, TargetContext
+from ..vocabulary import GATE
+from .context import LABEL_PREFIX, MANAGED_BY, TargetContext
 from .yamlout import dump_all
 
 BUILTIN_KEYS = ("gpu", "mcpu", "memory_mb", "step_run")

@@ -19,7 +19,8 @@ stop object is written.
 from __future__ import annotations
 
 from ..domain.plan import Preemption
-from .context import GATE, LABEL_PREFIX, TargetContext
+from ..vocabulary import GATE
+from .context import LABEL_PREFIX, TargetContext
 from .yamlout import dump_all
 
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
