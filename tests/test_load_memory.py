@@ -3,7 +3,7 @@
 A run over 20,000 files holds one model per document and little else: equal parts
 are validated once and shared, a document's plain data is dropped once its model
 holds it (and read again from the text if asked), positions asked again are read
-from the table the first load recorded, and every cache belongs to one run.
+from libyaml's events, and every cache belongs to one run.
 """
 
 from __future__ import annotations
@@ -14,11 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from poolc import diagnostics as d
 from poolc.config import build_config
-from poolc.load import PositionCache, load_paths, load_text, parse, positions
-from poolc.load.kinds import node_is_ours
-from poolc.load.parse import Builder, compose_all
+from poolc.load import PositionCache, load_paths, load_text, positions
 from poolc.requests import build_requests
 from poolc.validate import validate_paths
 
@@ -145,89 +142,76 @@ def test_position_cache_evicts_the_oldest_tables():
     assert first[0].span(("spec",)) == (5, 3, 5, 59)   # worked out again
 
 
-SPAN_CASES = [
+EVENT_CASES = [
     PLATFORM,
     "apiVersion: poolc/v1\nkind: Pipeline\nmetadata:\n  name: x\n  labels: {a: b}\nspec:\n  steps:\n"
     "    - a\n    - [1, 2, {c: d}]\n    -\n      - nested\n      - 'q'\n  text: |\n    block\n    scalar\n"
     "  folded: >-\n    f\n  empty:\n  flow: {a: [1, 2], b: {c: \"d\"}}\n# comment\n",
     "---\n---\napiVersion: poolc/v1\nkind: Stack\nspec: {x: 1}\n...\n---\n- a\n- b\n---\nscalar\n",
     "apiVersion: poolc/v1\nkind: Policy\nspec:\n  reserved:\n    gpu: 1\n\n\n  limit: {}\n",
-    # anchors and aliases, explicit string tags, merge keys (explicit keys win over merged ones)
-    "apiVersion: poolc/v1\nkind: Stack\nspec:\n  a: &x {b: 1}\n  c: *x\n  d: !!str 1\n",
-    "apiVersion: poolc/v1\nkind: Stack\nspec:\n  base: &b\n    x: 1\n    y: [1, 2]\n  over:\n    <<: *b\n"
-    "    y: 3\n  many: {<<: [*b, {z: 2}], x: 0}\n",
-    "apiVersion: poolc/v1\nkind: Stack\nspec:\n  m:\n    k: v\n    <<: {q: 1}\n",
-    "--- {apiVersion: poolc/v1, kind: Stack,\n  spec: {x: 1}}\n---\n  apiVersion: poolc/v1\n  kind: Policy\n"
-    "  spec:\n    r: [1,\n      2]\n    x: y",
-    "apiVersion: poolc/v1\r\nkind: Stack\r\nspec:\r\n  a: 1\r\n",
 ]
 
 
-def _recorded(file: str, text: str) -> dict[int, tuple]:
-    """Every document's spans as the first load recorded them (the table)."""
-    documents, _ = load_text(file, text, cache=PositionCache())
-    return {doc.index: doc._lazy.of(doc.index) for doc in documents}
+@pytest.mark.parametrize("text", EVENT_CASES)
+def test_positions_from_events_are_the_builders(text, monkeypatch):
+    quick = positions.event_positions(text)
+    monkeypatch.setattr(positions, "event_positions", lambda _text: None)
+    built = positions.FilePositions("f.yaml", text, PositionCache())._compose()
+    assert quick is not None and built
+    assert {i: quick[i] for i in built} == built
 
 
-def _composed(text: str) -> dict[int, tuple]:
-    """The same spans by composing the text again and building with every position recorded."""
-    found = {}
-    for i, node in enumerate(compose_all(text)):
-        if node is not None and node_is_ours(node):
-            builder = Builder(record=True)
-            builder.build(node, (), 0)
-            found[i] = (builder.values[()], builder.keys, builder.values)
-    return found
-
-
-def _yaml_files():
-    return sorted(p for root in ("examples", "tests/fixtures") for p in (REPO / root).rglob("*.y*ml")
-                  if p.is_file() and "corpus" not in p.parts)
-
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.mark.parametrize("text", SPAN_CASES)
-def test_the_first_loads_table_holds_the_builders_spans(text):
-    recorded = _recorded("f.yaml", text)
-    assert recorded and recorded == _composed(text)
-
-
-def test_the_tables_of_every_example_and_fixture_are_the_builders():
-    """Every YAML file of examples/ and tests/fixtures/ that loads: each document's table
-    gives exactly the spans of a build that records them."""
-    compared = 0
-    for path in _yaml_files():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
-        documents, problems = load_text(str(path), text, cache=PositionCache())
-        if not documents or any(p.rule.startswith("Y") for p in problems):
-            continue
-        composed = _composed(text)
-        for doc in documents:
-            assert doc._lazy.of(doc.index) == composed[doc.index], (path, doc.index)
-            compared += 1
-    assert compared > 100
-
-
-def test_a_position_never_parses_the_file_again(monkeypatch):
-    """#41: a diagnostic's position comes from the table the first load recorded."""
-    text = "---\n".join(_doc("Allocation", f"  pool: p{i}\n") for i in range(50))
-    documents, _ = load_text("running.yaml", text, cache=PositionCache())
-
-    def refuse(*_args, **_kwargs):
-        pytest.fail("the YAML was parsed again for a position")
-
-    monkeypatch.setattr(parse, "Composer", refuse)
-    monkeypatch.setattr(positions, "compose_all", refuse)
-    line = 30 * 6 + 5      # six lines a document, "---" included
-    assert documents[30].span(("spec", "pool")) == (line, 9, line, 12)
-    assert documents[0].diagnostic(d.A002, "m", ("metadata", "name")).line == 3
-    assert set(documents[30]._lazy.found) == {0, 30}
+@pytest.mark.parametrize("text", [
+    "a: &x {b: 1}\nc: *x\n",                 # anchor and alias
+    "a: !!str 1\n",                          # explicit tag
+    "a: {<<: {b: 1}, c: 2}\n",               # merge key
+])
+def test_positions_from_events_leave_aliases_tags_and_merges_to_the_builder(text):
+    assert positions.event_positions(text) is None
 
 
 def _doc(kind: str, body: str) -> str:
     return f"apiVersion: poolc/v1\nkind: {kind}\nmetadata: {{name: n}}\nspec:\n{body}"
+
+
+MULTI_DOCUMENT_CASES = [
+    "---\n".join(_doc("Allocation", f"  pool: p{i}\n  holds: {{gpu: {i}}}\n") for i in range(4)),
+    # comments between documents, a foreign one, an explicit end, a block scalar last
+    _doc("Stack", "  a: 1\n") + "# between\n---\n# before\nkind: ConfigMap\n---\n"
+    + _doc("Pipeline", "  steps:\n    - name: s\n      text: |\n        kept\n\n") + "...\n---\n"
+    + _doc("Policy", "  note: >-\n    folded\n    end\n"),
+    # a document on its marker's line, flow collections over several lines, no final newline
+    "--- {apiVersion: poolc/v1, kind: Stack,\n  spec: {x: 1}}\n---\n  apiVersion: poolc/v1\n  kind: Policy\n"
+    "  spec:\n    r: [1,\n      2]\n    x: y",
+    # CRLF: the whole file is read instead, the same positions
+    _doc("Stack", "  a: 1\r\n").replace("\n", "\r\n") + "---\r\n" + _doc("Stack", "  b: 2\n").replace("\n", "\r\n"),
+]
+
+
+@pytest.mark.parametrize("text", MULTI_DOCUMENT_CASES)
+def test_positions_of_one_document_are_those_of_the_whole_file(text):
+    """A multi-document file answers for one document from its own lines: every span
+    of every document is where reading the whole file puts it."""
+    documents, problems = load_text("f.yaml", text, cache=PositionCache())
+    assert len(documents) >= 2 and not problems
+    whole = positions.FilePositions("f.yaml", text, PositionCache())._compose()
+    for doc in reversed(documents):      # one by one, the last first
+        start, keys, values = doc._lazy.of(doc.index)
+        assert (start, keys, values) == whole[doc.index]
+        assert doc._lazy.whole == ("\r" in text)      # read alone, unless the line breaks forbid it
+
+
+def test_one_document_of_many_is_read_alone(monkeypatch):
+    text = "---\n".join(_doc("Allocation", f"  pool: p{i}\n") for i in range(50))
+    documents, _ = load_text("running.yaml", text, cache=PositionCache())
+    monkeypatch.setattr(positions.FilePositions, "_compose", lambda self: pytest.fail("read the whole file"))
+    line = 30 * 6 + 5      # six lines a document, "---" included
+    assert documents[30].span(("spec", "pool")) == (line, 9, line, 12)
+    assert set(documents[30]._lazy.found) == {30}
+
+
+def test_a_file_of_one_document_keeps_no_line_table():
+    """Most files hold one document, read whole when asked: 20,000 of them keep no table."""
+    (single,), _ = load_text("one.yaml", _doc("Stack", "  a: 1\n"), cache=PositionCache())
+    assert single._lazy.lines is None
+    assert single.span(("spec", "a")) == (5, 6, 5, 7)

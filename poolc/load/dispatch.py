@@ -17,7 +17,6 @@ from .files import decode, error_at, expand_paths, read_regular
 from .kinds import OURS, foreign_count, mentions_poolc, node_is_ours
 from .parse import MAX_DEPTH, Builder, Reject, block_too_deep, compose_all, node_span, offset_to_position, too_deep
 from .positions import Document, FilePositions, PositionCache
-from .table import TableBuilder
 
 
 @dataclass
@@ -75,16 +74,15 @@ def load_text(file: str, text: str, max_documents: int | None = None,
             _tally(counts, "documents")
             if lazy is None:
                 lazy = FilePositions(file, text, cache if cache is not None else PositionCache())
-            builder = TableBuilder()   # the data, and every span into the table positions are read from
+            lazy.note(index, node)
             try:
-                data = builder.build_document(node)
+                doc = Document(file, index, Builder(record=False).build(node, (), 0), node_span(node), lazy=lazy)
             except Reject as reject:
                 line, col, end_line, end_col = node_span(reject.node)
                 problems.append(Diagnostic(file, line, col, end_line, end_col, reject.rule.id,
                                            reject.rule.severity, reject.message))
                 continue
-            lazy.keep(index, builder.table)
-            documents.append(Document(file, index, data, node_span(node), lazy=lazy))
+            documents.append(doc)
             if max_documents is not None and len(documents) > max_documents:
                 break   # the caller reports the budget; composing the rest would only cost time
     except MarkedYAMLError as exc:
@@ -108,6 +106,8 @@ def load_text(file: str, text: str, max_documents: int | None = None,
         if not ours:
             return [], []
         problems.append(error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0]))
+    if lazy is not None and lazy.lines is not None and len(lazy.lines) < 2:
+        lazy.lines = None     # a file of one document is read whole anyway: 20,000 small tables less
     return documents, problems
 
 
