@@ -45,8 +45,9 @@ from dataclasses import dataclass, field
 
 from . import signals
 from .journal_file import JOURNAL_VERSION, BadJournal, read_journal
-from .writer import Tree, UnsafePath, check_replaceable, sha256_text, split_relative, write_new
+from .writer import Tree, UnsafePath, check_replaceable, read_bytes, sha256_text, split_relative, write_new
 
+MAX_JOURNAL_BYTES = 16 << 20   # a journal names each file once: far below this
 _TEMP = re.compile(r"\.poolc-[0-9a-f]{16}-\d+\.(tmp|bak)")
 
 
@@ -355,8 +356,7 @@ def recover(output_dir: str, state_path: str) -> str | None:
             os.unlink(path + ".tmp")
         return None
     check_replaceable(path)
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        text = handle.read(16 << 20)
+    text = read_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", errors="replace")
     journal = _parse_journal(path, text)
     if journal.state != os.path.basename(os.path.abspath(state_path)):
         raise JournalError(f"{path}: the journal is for the state {journal.state!r}; delete it if no apply runs")

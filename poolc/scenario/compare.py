@@ -8,16 +8,16 @@ import json
 from typing import Any
 
 from .. import escape
-from ..writer import read_regular
+from ..writer import read_text_or_why
 from .command import Report
 from .render import markdown
 
 
 def read_base(path: str) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
     """(scenario, expectation title) -> {passed, measured, reason} of the base report, and a note when unreadable."""
-    text = read_regular(path)
+    text, why = read_text_or_why(path)
     if text is None:
-        return {}, f"poolc: cannot read the base report {path}: every failure is shown as new"
+        return {}, f"poolc: cannot read the base report {path}: {why}; every failure is shown as new"
     try:
         data = json.loads(text)
     except ValueError as exc:
