@@ -1,4 +1,6 @@
-"""The journal's shape as a typed model (pydantic): what recovery may trust.
+"""The journal's shape as a typed model (pydantic), declared once: poolc.transaction
+writes the journal from it (``JournalModel.to_text``) and recovery reads it back
+through it, trusting nothing else.
 
 Recovery acts on the journal (renames, unlinks, restores), so a journal that is
 not exactly what apply writes is refused as a whole, never half-followed. What
@@ -29,15 +31,15 @@ class BadJournal(Exception):
 
 
 class EntryModel(BaseModel):
-    """One file the transaction changes (poolc.transaction.Entry)."""
+    """One file the transaction changes (the fields' order is the file's)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
     tree: Literal["out", "state"]
-    path: str
-    new: str | None = None
-    backup: bool
-    old: str | None = None
+    path: str                # relative to its tree
+    new: str | None = None   # digest of the new text; None: remove the file
+    backup: bool             # the target existed: it has a .bak link
+    old: str | None = None   # the digest at prepare (the state's generation, a removed file's); None: absent
 
 
 class _Header(BaseModel):
@@ -49,16 +51,20 @@ class _Header(BaseModel):
 
 
 class JournalModel(BaseModel):
-    """A journal as poolc.transaction writes it."""
+    """A journal as poolc.transaction writes it (the fields' order is the file's)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
     id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
     phase: Literal["prepare", "commit", "rollback"]
-    output_dir: str
-    state: str
-    dirs: list[str]
-    entries: list[EntryModel]
+    output_dir: str          # relative to the state's directory, so a moved checkout still recovers
+    state: str               # the state file's name, in the directory of the journal
+    dirs: list[str] = []     # directories created below the output directory
+    entries: list[EntryModel] = []
+
+    def to_text(self) -> str:
+        """The journal's bytes: its version first, then the fields in their declared order."""
+        return json.dumps({"poolc_journal": JOURNAL_VERSION, **self.model_dump()}, indent=1) + "\n"
 
 
 def _number(digits: str) -> int:
