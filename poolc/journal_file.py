@@ -11,7 +11,7 @@ is wrong is said with its place in the file (line and column, and the field as
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,7 +19,8 @@ from .diagnostics import Span
 from .jsonpos import JsonScan, error_span, where
 from .writer import UnsafePath, split_relative
 
-JOURNAL_VERSION = 1
+JournalVersion = Literal[1]
+JOURNAL_VERSION: int = get_args(JournalVersion)[0]
 
 
 class BadJournal(Exception):
@@ -47,7 +48,7 @@ class _Header(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    poolc_journal: Literal[1]
+    poolc_journal: JournalVersion
 
 
 class JournalModel(BaseModel):

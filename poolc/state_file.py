@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
@@ -23,7 +23,8 @@ from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only 
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 
-FORMAT_VERSION = 1
+StateVersion = Literal[1]
+FORMAT_VERSION: int = get_args(StateVersion)[0]
 
 Str = Annotated[str, Field(strict=True)]
 
@@ -42,7 +43,7 @@ class StateFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: Literal[1]          # lax on purpose: 1.0 was always read as 1
+    format_version: StateVersion        # lax on purpose: 1.0 was always read as 1
     inputs_digest: Str | None = None
     files: dict[str, Str] = {}
     allocations: list[_AllocationKind] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..diagnostics import Diagnostic
 from ..escape import json_text
@@ -27,12 +27,16 @@ from .amounts import DEFAULT, Units
 from .change import BaseComparison
 from .naming import allocation_name
 
-FORMAT_VERSION = 1
+# The plan file's version and vocabularies, each declared once: the typed model a plan
+# file is read through (plan_file) takes these types, the writers these values.
+PlanVersion = Literal[1]
+FORMAT_VERSION: int = get_args(PlanVersion)[0]
 ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
 STATUSES = (ALLOCATED, QUEUED, REJECTED)
 UNMANAGED = "UNMANAGED"
 # Every strategy a plan can name, in the order the CLI lists them.
-STRATEGIES = ("optimal", "zenml", "kueue")
+Strategy = Literal["optimal", "zenml", "kueue"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 
 class PlanFormatError(ValueError):
@@ -144,7 +148,8 @@ class Tier:
         return 0.0 if self.bound is None else abs(self.bound - value) / max(1, abs(value))
 
 
-TIER_KINDS = ("in-share", "admitted", "preempted", "arrival", "start-rank", "preference")
+TierKind = Literal["in-share", "admitted", "preempted", "arrival", "start-rank", "preference"]
+TIER_KINDS: tuple[str, ...] = get_args(TierKind)
 
 
 @dataclass(frozen=True)

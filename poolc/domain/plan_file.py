@@ -15,15 +15,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..jsonpos import JsonScan
 from .amounts import DECIMAL, Units
 from .plan import (
-    STRATEGIES,
-    TIER_KINDS,
+    FORMAT_VERSION,
     AllocationChanges,
     External,
     FileChange,
@@ -31,26 +30,24 @@ from .plan import (
     PlanChanges,
     PlanFormatError,
     PlannedRequest,
+    PlanVersion,
     PolicyUsage,
     PoolUsage,
     Preemption,
     Runtime,
     RuntimeDifference,
     SolverInfo,
+    Strategy,
     Tier,
+    TierKind,
 )
 
-FORMAT_VERSION = 1
 MAX_VALUE = 10**18
 _SHOWN_ERRORS = 3
 
 Int = Annotated[int, Field(strict=True, ge=-MAX_VALUE, le=MAX_VALUE)]
 Ints = dict[str, Int]
 Str = Annotated[str, Field(strict=True)]
-TierKind = Literal["in-share", "admitted", "preempted", "arrival", "start-rank", "preference"]
-Strategy = Literal["optimal", "zenml", "kueue"]
-if get_args(TierKind) != TIER_KINDS or get_args(Strategy) != STRATEGIES:   # one vocabulary, written twice
-    raise ImportError("poolc.domain.plan_file is out of step with poolc.domain.plan")
 
 
 class _Model(BaseModel):
@@ -202,7 +199,7 @@ class PlanModel(_Model):
     """A plan file as `poolc plan --out` writes it; ``solver`` first, so a file that
     is no plan at all is told so by its first error."""
 
-    format_version: Literal[1]
+    format_version: PlanVersion
     solver: SolverModel
     inputs_digest: Str
     requests: list[RequestModel]
