@@ -6,7 +6,8 @@
 Each tree runs as `python -c 'from poolc.cli import main; ...'` with ``PYTHONPATH=<tree>``
 under this interpreter (so both share the installed dependencies), in a fresh working
 directory per tree, with every time-dependent input pinned: ``SOURCE_DATE_EPOCH``,
-``apply --now``, ``TZ``, ``PYTHONHASHSEED``, ``NO_COLOR``. Over ``examples/`` (of the
+``apply --now``, ``TZ``, ``PYTHONHASHSEED``, ``NO_COLOR``, and the heartbeat off
+(``POOLC_HEARTBEAT_AFTER``: its lines on stderr come by the clock). Over ``examples/`` (of the
 ``--after`` tree, copied once) and a generated platform of ``--requests`` requests
 (benchmarks/plan_cli.py's YAML of plan_scale's seeded problem, without the steps no
 pool can admit), it compares:
@@ -45,7 +46,8 @@ def env_for(code: Path) -> dict[str, str]:
     """The child's environment: this tree's poolc, nothing that depends on the clock or the host."""
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     return {**keep, "PYTHONPATH": str(code), "SOURCE_DATE_EPOCH": EPOCH, "TZ": "UTC", "PYTHONHASHSEED": "0",
-            "NO_COLOR": "1", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "100"}
+            "NO_COLOR": "1", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "100",
+            "POOLC_HEARTBEAT_AFTER": "1e12"}   # the heartbeat speaks by the clock: never, here
 
 
 def poolc(code: Path, args: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
