@@ -97,3 +97,15 @@ def test_a_journal_that_is_a_fifo_is_refused_not_waited_on(saved, tmp_path, monk
     result = cli("apply", "examples", "--output-dir", "out", "-q")
     assert result.exit_code != 0 and "poolc.state.json.journal" in result.stderr, result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_python_source_that_is_a_link_inside_the_repository_is_not_read(tmp_path):
+    from test_source_paths import CODE, repository, run
+
+    repo, doc = repository(tmp_path, "python: ../training.py, pipeline: training")
+    (repo / "real").mkdir()
+    (repo / "real" / "training.py").write_text(CODE, encoding="utf-8")
+    (repo / "training.py").unlink()
+    (repo / "training.py").symlink_to("real/training.py")
+    code, out = run(repo, doc)
+    assert code == 1 and "error[C001]" in out and LINK in out, out
