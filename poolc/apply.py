@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from .transaction import Outcome
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Computed:
     """What an apply would do, worked out before anything is written (``_compute``)."""
@@ -41,31 +39,23 @@ class Computed:
 
 
 @dataclass(frozen=True, slots=True)
-class ApplyResult:
-    """One apply, built once at its end from what was computed, recovered and written."""
+class ApplyResult(Computed):
+    """One apply, built once at its end: what was computed, and what was recovered and written."""
 
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    refused: str | None = None                          # why nothing can be applied
-    files: dict[str, str] = field(default_factory=dict)  # relative path -> text the output should hold
-    removed: list[str] = field(default_factory=list)     # generated before, no source any more
-    stale: list[str] = field(default_factory=list)       # what differs from disk (missing, changed, to remove)
     state_path: str = ""
-    state_text: str = ""
     written: bool = False
-    plan: Plan | None = None                             # what the plan decided (for the report)
     recovered: str | None = None                         # what was done about an interrupted apply
     kept: list[str] = field(default_factory=list)        # no longer generated, but changed by hand: left alone
     cleanup_error: str | None = None                     # applied; temp files left for the next run to remove
-    previous_files: dict[str, str] = field(default_factory=dict)   # generated file -> digest, as the state held
 
     @classmethod
     def of(cls, state_path: str, computed: Computed, *, recovered: str | None = None,
            outcome: Outcome | None = None) -> ApplyResult:
         """The result of ``computed``, after ``recovered`` and (when written) the transaction's ``outcome``."""
-        return cls(computed.diagnostics, computed.refused, computed.files, computed.removed, computed.stale,
-                   state_path, computed.state_text, outcome is not None, computed.plan, recovered,
-                   outcome.kept if outcome is not None else [],
-                   outcome.cleanup_error if outcome is not None else None, computed.previous_files)
+        return cls(**{f.name: getattr(computed, f.name) for f in dataclasses.fields(Computed)},
+                   state_path=state_path, written=outcome is not None, recovered=recovered,
+                   kept=outcome.kept if outcome is not None else [],
+                   cleanup_error=outcome.cleanup_error if outcome is not None else None)
 
     def as_dict(self) -> dict:
         """The one JSON document `apply --format json` prints."""
