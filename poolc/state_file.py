@@ -58,7 +58,7 @@ OMITTED_WHEN_EMPTY = frozenset({"preempted", "finished", "output_dir"})
 
 def content(state: StateFile) -> dict[str, Any]:
     """The state's JSON content: every field, but those of OMITTED_WHEN_EMPTY only when set."""
-    found = state.model_dump(mode="json")
+    found = {key: getattr(state, key) for key in FIELDS}   # already JSON values: no copy made by a dump
     return {key: value for key, value in found.items() if value or key not in OMITTED_WHEN_EMPTY}
 
 # What each field must hold, in the user's words (S003).
