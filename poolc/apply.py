@@ -21,25 +21,42 @@ from .writer import remove_stale_temps
 
 if TYPE_CHECKING:
     from .domain.plan import Plan
+    from .plan import PlanResult, Prepared
+    from .transaction import Outcome
 
 
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """What an apply would do, worked out before anything is written (``_compute``)."""
 
-
-@dataclass
-class ApplyResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     refused: str | None = None                          # why nothing can be applied
     files: dict[str, str] = field(default_factory=dict)  # relative path -> text the output should hold
     removed: list[str] = field(default_factory=list)     # generated before, no source any more
     stale: list[str] = field(default_factory=list)       # what differs from disk (missing, changed, to remove)
-    state_path: str = ""
     state_text: str = ""
-    written: bool = False
     plan: Plan | None = None                             # what the plan decided (for the report)
+    previous_files: dict[str, str] = field(default_factory=dict)   # generated file -> digest, as the state held
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult(Computed):
+    """One apply, built once at its end: what was computed, and what was recovered and written."""
+
+    state_path: str = ""
+    written: bool = False
     recovered: str | None = None                         # what was done about an interrupted apply
     kept: list[str] = field(default_factory=list)        # no longer generated, but changed by hand: left alone
     cleanup_error: str | None = None                     # applied; temp files left for the next run to remove
-    previous_files: dict[str, str] = field(default_factory=dict)   # generated file -> digest, as the state held
+
+    @classmethod
+    def of(cls, state_path: str, computed: Computed, *, recovered: str | None = None,
+           outcome: Outcome | None = None) -> ApplyResult:
+        """The result of ``computed``, after ``recovered`` and (when written) the transaction's ``outcome``."""
+        return cls(**{f.name: getattr(computed, f.name) for f in dataclasses.fields(Computed)},
+                   state_path=state_path, written=outcome is not None, recovered=recovered,
+                   kept=outcome.kept if outcome is not None else [],
+                   cleanup_error=outcome.cleanup_error if outcome is not None else None)
 
     def as_dict(self) -> dict:
         """The one JSON document `apply --format json` prints."""
@@ -101,29 +118,30 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     or "all" (every Job to Kueue, which decides); a saved plan's own mode wins."""
     from .lock import state_lock
     from .state import DEFAULT_STATE
-    from .transaction import pending_journal
+    from .transaction import pending_journal, recover
 
-    result = ApplyResult(state_path=state_file or DEFAULT_STATE)
+    state_path = state_file or DEFAULT_STATE
     saved = None
     if plan_file is not None:
         saved, problem = read_plan_file(plan_file)
         if problem:
-            result.refused = problem
-            return result
+            return ApplyResult.of(state_path, Computed(refused=problem))
     job = _Job(list(paths), output_dir, saved, progress, strategy, now, submit)
     if check:
-        _compute(result, job)
-        journal = pending_journal(result.state_path)
-        if result.ok and journal is not None:
-            result.stale.append(journal)   # an interrupted apply: the next apply finishes or undoes it
-        return result
-    with state_lock(result.state_path):
-        _recover(result, output_dir)
-        remove_stale_temps(result.state_path, locked=True)   # of a `state rm`/`import` killed at its rename
-        _compute(result, job)
-        if result.ok and result.stale:
-            _commit(result, output_dir)
-    return result
+        computed = _compute(state_path, job)
+        journal = pending_journal(state_path)
+        if computed.refused is None and journal is not None:
+            # an interrupted apply: the next apply finishes or undoes it
+            computed = dataclasses.replace(computed, stale=[*computed.stale, journal])
+        return ApplyResult.of(state_path, computed)
+    with state_lock(state_path):
+        recovered = recover(output_dir, state_path)
+        remove_stale_temps(state_path, locked=True)   # of a `state rm`/`import` killed at its rename
+        computed = _compute(state_path, job)
+        outcome = None
+        if computed.refused is None and computed.stale:
+            outcome = _commit(computed, output_dir, state_path)
+    return ApplyResult.of(state_path, computed, recovered=recovered or None, outcome=outcome)
 
 
 @dataclass(frozen=True)
@@ -137,60 +155,44 @@ class _Job:
     submit: SubmitMode
 
 
-def _recover(result: ApplyResult, output_dir: str) -> None:
-    from .transaction import recover
-
-    done = recover(output_dir, result.state_path)
-    if done:
-        result.recovered = done
-
-
-def _commit(result: ApplyResult, output_dir: str) -> None:
+def _commit(computed: Computed, output_dir: str, state_path: str) -> Outcome:
     """One transaction: the files and the state change together or not at all."""
     from .transaction import write_transaction
 
-    previous = result.previous_files   # as the state recorded them when apply read it (under the lock)
-    remove = {path: previous[path] for path in result.removed if path in previous}
-    outcome = write_transaction(output_dir, result.files, remove, result.state_path, result.state_text)
-    result.kept, result.cleanup_error = outcome.kept, outcome.cleanup_error
-    result.written = True
+    previous = computed.previous_files   # as the state recorded them when apply read it (under the lock)
+    remove = {path: previous[path] for path in computed.removed if path in previous}
+    return write_transaction(output_dir, computed.files, remove, state_path, computed.state_text)
 
 
-def _compute(result: ApplyResult, job: _Job) -> None:
+def _compute(state_path: str, job: _Job) -> Computed:
     """Validate (refusing before any planning), read the state once, plan or check
     the saved plan, and work out what is stale."""
     from .plan import SCENARIO_ONLY, load, plan_prepared, prepare, read_inputs_state
 
     validation = load(job.paths)
     if any(x.severity == "error" and x.rule not in SCENARIO_ONLY for x in validation.diagnostics):
-        result.diagnostics = list(validation.diagnostics)
-        result.refused = "the configuration has errors; fix them (poolc validate) before apply"
-        return
-    state = read_inputs_state(validation, result.state_path, None)
+        return Computed(list(validation.diagnostics),
+                        "the configuration has errors; fix them (poolc validate) before apply")
+    state = read_inputs_state(validation, state_path, None)
     if not state.ok:
-        result.diagnostics = [*validation.diagnostics, *state.diagnostics]
-        result.refused = f"the state file {result.state_path} is not valid"
-        return
-    prepared = prepare(validation, state, result.state_path)
+        return Computed([*validation.diagnostics, *state.diagnostics], f"the state file {state_path} is not valid")
+    prepared = prepare(validation, state, state_path)
     if job.saved is not None:
-        planned = _saved(result, job, prepared)
-        if planned is None:
-            return
+        planned = _saved(job, prepared)
+        if isinstance(planned, Computed):
+            return planned
     else:
         planned = plan_prepared(prepared, strategy=job.strategy, solve=_solver(job.strategy, job.progress),
                                 progress=job.progress, output_dir=job.output_dir, now=job.now, submit=job.submit)
-    result.diagnostics = planned.plan.diagnostics_list()
-    result.plan = planned.plan
-    result.files = planned.files
-    result.previous_files = planned.previous_state_files
-    result.removed = sorted(p for p in result.previous_files if p not in result.files)
-    result.state_text = planned.state_text
-    for relative, text in sorted(result.files.items()):
-        if planned.on_disk.get(relative) != text:   # read once, by the plan's comparison with the disk
-            result.stale.append(relative)
-    result.stale += [p for p in result.removed if os.path.exists(os.path.join(job.output_dir, p))]
-    if planned.state.text != result.state_text:
-        result.stale.append(result.state_path)
+    previous_files = planned.previous_state_files
+    removed = sorted(p for p in previous_files if p not in planned.files)
+    # each file read once, by the plan's comparison with the disk
+    stale = [relative for relative, text in sorted(planned.files.items()) if planned.on_disk.get(relative) != text]
+    stale += [p for p in removed if os.path.exists(os.path.join(job.output_dir, p))]
+    if planned.state.text != planned.state_text:
+        stale.append(state_path)
+    return Computed(planned.plan.diagnostics_list(), None, planned.files, removed, stale, planned.state_text,
+                    planned.plan, previous_files)
 
 
 def _solver(strategy: Strategy, progress: Callable[[str], None] | None) -> Callable[..., Any]:
@@ -199,29 +201,27 @@ def _solver(strategy: Strategy, progress: Callable[[str], None] | None) -> Calla
     return load_strategy("optimal" if strategy == "kueue" else strategy, progress)
 
 
-def _saved(result: ApplyResult, job: _Job, prepared: Any) -> Any:
+def _saved(job: _Job, prepared: Prepared) -> PlanResult | Computed:
     """The saved plan checked against the inputs and rendered without solving
-    (poolc.saved_plan); solved again only when the plan file cannot say its in-share set."""
+    (poolc.saved_plan); solved again only when the plan file cannot say its in-share set.
+    What refuses it is a Computed that says why."""
     from . import saved_plan
     from .plan import plan_prepared
 
     saved = job.saved
     assert saved is not None
-    result.diagnostics = list(prepared.diagnostics)
+    diagnostics = list(prepared.diagnostics)
     stale = saved_plan.stale_inputs(saved, prepared)
     if stale:
-        result.refused = stale
-        return None
+        return Computed(diagnostics, stale)
     forbidden = saved_plan.forbidden_preemptions(saved, prepared)
     if forbidden:
-        result.refused = forbidden
-        return None
+        return Computed(diagnostics, forbidden)
     share = saved_plan.in_share(saved, saved_plan.new_grants(saved, prepared))
     if share is not None:
         found = saved_plan.solution_of(saved, prepared)
         if found is None:
-            result.refused = saved_plan.EDITED
-            return None
+            return Computed(diagnostics, saved_plan.EDITED)
         solution, fresh = found
         return saved_plan.apply_saved(saved, prepared, dataclasses.replace(solution, in_share=share), fresh,
                                       output_dir=job.output_dir, now=job.now)
@@ -230,8 +230,7 @@ def _saved(result: ApplyResult, job: _Job, prepared: Any) -> Any:
     planned = plan_prepared(prepared, strategy=strategy, solve=_solver(strategy, job.progress), progress=job.progress,
                             output_dir=job.output_dir, now=job.now, submit=submit)
     if _decisions(saved) != _decisions(planned.plan):
-        result.refused = saved_plan.EDITED
-        return None
+        return Computed(diagnostics, saved_plan.EDITED)
     return planned
 
 

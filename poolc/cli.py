@@ -13,7 +13,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -49,6 +49,17 @@ PLAN_EXTRA = frozenset({"ortools", "rich"})
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _interrupted(command: str, exc: KeyboardInterrupt) -> NoReturn:
+    """One line and exit 130 (SIGINT) or 143 (SIGTERM)."""
+    name = getattr(exc, "name", "SIGINT")
+    # only apply writes a transaction to roll back; every other file poolc writes is
+    # replaced whole or not at all (#42: the line named apply for every command)
+    done = ("whatever apply had begun to write was rolled back" if command == "apply" else
+            "every file poolc writes is replaced whole or not at all, so none is half-written")
+    click.echo(f"poolc: interrupted by {name}; {done}", err=True)
+    sys.exit(130 if name == "SIGINT" else 143)
+
+
 def guarded(fn: F) -> F:
     """Turn any unexpected exception into one line and exit 3 (never a traceback)."""
 
@@ -59,15 +70,12 @@ def guarded(fn: F) -> F:
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except KeyboardInterrupt as exc:
-            name = getattr(exc, "name", "SIGINT")
-            # only apply writes a transaction to roll back; every other file poolc writes is
-            # replaced whole or not at all (#42: the line named apply for every command)
-            done = ("whatever apply had begun to write was rolled back" if fn.__name__ == "apply" else
-                    "every file poolc writes is replaced whole or not at all, so none is half-written")
-            click.echo(f"poolc: interrupted by {name}; {done}", err=True)
-            sys.exit(130 if name == "SIGINT" else 143)
+            _interrupted(fn.__name__, exc)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
             from .validate import OptionsError
+
+            if isinstance(exc.__cause__, KeyboardInterrupt):   # Python 3.11 wraps one in a class's __set_name__
+                _interrupted(fn.__name__, exc.__cause__)
 
             if isinstance(exc, ModuleNotFoundError) and (exc.name or "").partition(".")[0] in PLAN_EXTRA:
                 click.echo(f"poolc: this command needs the 'plan' extra ({exc.name} is not installed): "

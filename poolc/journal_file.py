@@ -1,4 +1,6 @@
-"""The journal's shape as a typed model (pydantic): what recovery may trust.
+"""The journal's shape as a typed model (pydantic), declared once: poolc.transaction
+writes the journal from it (``JournalModel.to_text``) and recovery reads it back
+through it, trusting nothing else.
 
 Recovery acts on the journal (renames, unlinks, restores), so a journal that is
 not exactly what apply writes is refused as a whole, never half-followed. What
@@ -9,7 +11,7 @@ is wrong is said with its place in the file (line and column, and the field as
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -17,7 +19,8 @@ from .diagnostics import Span
 from .jsonpos import JsonScan, error_span, where
 from .writer import UnsafePath, split_relative
 
-JOURNAL_VERSION = 1
+JournalVersion = Literal[1]
+JOURNAL_VERSION: int = get_args(JournalVersion)[0]
 
 
 class BadJournal(Exception):
@@ -29,15 +32,15 @@ class BadJournal(Exception):
 
 
 class EntryModel(BaseModel):
-    """One file the transaction changes (poolc.transaction.Entry)."""
+    """One file the transaction changes (the fields' order is the file's)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
     tree: Literal["out", "state"]
-    path: str
-    new: str | None = None
-    backup: bool
-    old: str | None = None
+    path: str                # relative to its tree
+    new: str | None = None   # digest of the new text; None: remove the file
+    backup: bool             # the target existed: it has a .bak link
+    old: str | None = None   # the digest at prepare (the state's generation, a removed file's); None: absent
 
 
 class _Header(BaseModel):
@@ -45,20 +48,24 @@ class _Header(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    poolc_journal: Literal[1]
+    poolc_journal: JournalVersion
 
 
 class JournalModel(BaseModel):
-    """A journal as poolc.transaction writes it."""
+    """A journal as poolc.transaction writes it (the fields' order is the file's)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
     id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
     phase: Literal["prepare", "commit", "rollback"]
-    output_dir: str
-    state: str
-    dirs: list[str]
-    entries: list[EntryModel]
+    output_dir: str          # relative to the state's directory, so a moved checkout still recovers
+    state: str               # the state file's name, in the directory of the journal
+    dirs: list[str] = []     # directories created below the output directory
+    entries: list[EntryModel] = []
+
+    def to_text(self) -> str:
+        """The journal's bytes: its version first, then the fields in their declared order."""
+        return json.dumps({"poolc_journal": JOURNAL_VERSION, **self.model_dump()}, indent=1) + "\n"
 
 
 def _number(digits: str) -> int:

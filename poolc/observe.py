@@ -28,7 +28,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from . import diagnostics as d
 from .config import Config
@@ -38,6 +37,7 @@ from .model import WORKLOAD_REF, Allocation, KubernetesComponent, SageMakerCompo
 from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, Report
 from .requests import StepRequest, step_inputs
 from .state import INPUTS_LABEL, STEP_LABEL, StateRead, format_time, new_allocation, state_dict
+from .state_file import StateFile
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Marks an allocation the import made for work poolc did not write (a foreign Workload).
@@ -49,7 +49,7 @@ POLICY_LABEL = "poolc.dev/policy"
 class Observed:
     """The state the reports imply, and what changed against the state file."""
 
-    state: dict[str, Any]
+    state: StateFile | None                # the state to write; set once the reports are read
     allocations: list[Allocation]
     finished: dict[str, str]
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -210,7 +210,7 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
 
     allocations = {a.metadata.name: a for a in state.allocations}
     finished = dict(state.finished)
-    observed = Observed({}, [], finished, problems)
+    observed = Observed(None, [], finished, problems)
     by_label = {step_label(s): s for s in steps}
 
     def owner(alloc: Allocation) -> str | None:

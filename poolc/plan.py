@@ -53,6 +53,7 @@ from .planner.solution import Solution
 from .requests import StepRequest, step_inputs  # noqa: F401 - step_inputs kept importable from here
 from .state import (
     DEFAULT_STATE,
+    StateInputs,
     StateRead,
     changes,
     documents_against_state,
@@ -102,8 +103,10 @@ class BaseMismatch(ValueError):
     """A base plan (`plan --base`) that cannot be compared with this one; the message says why."""
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class PlanResult:
+    """One plan and what it was made from, built once (``result_of``) when the plan is final."""
+
     validation: Validation
     state: StateRead                    # what the state file held
     state_path: str
@@ -139,6 +142,17 @@ class PlanResult:
     def previous_state_files(self) -> dict[str, str]:
         """Generated file -> digest, as the state file recorded them."""
         return dict(self.state.files)
+
+
+def result_of(prepared: Prepared, solution: Solution, plan: Plan, rendered: Changes | None = None) -> PlanResult:
+    """The PlanResult of a final ``plan``, with what apply would write when ``rendered``."""
+    found = PlanResult(prepared.validation, prepared.state, prepared.state_path, prepared.problem, solution, plan,
+                       prepared.previous, sorted(prepared.released))
+    if rendered is None:
+        return found
+    return dataclasses.replace(found, files=rendered.files, output_dir=rendered.output_dir,
+                               state_text=rendered.state_text, state_action=rendered.state_action,
+                               diffs=rendered.diffs, on_disk=rendered.on_disk)
 
 
 @dataclass(frozen=True)
@@ -341,18 +355,16 @@ def plan_prepared(prepared: Prepared, *, strategy: StrategyName | Strategy, solv
     runtime = replay_runtime(prepared, decided, context) if runtime_check else None
     plan = with_sections(prepared, decided, runtime)
     requests = waits(plan, prepared.live, submit)
-    result = PlanResult(prepared.validation, prepared.state, prepared.state_path, prepared.problem, solution, plan,
-                        prepared.previous, sorted(prepared.released))
     changes = None
     if prepared.state.ok:
-        changes = what_changes(result, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
+        changes = what_changes(plan, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
                                grants=grant_positions(prepared.problem, solution))
     plan = dataclasses.replace(plan, changes=changes.section if changes else None)
     # against the base after the changes: what the change ends of running work is read from them
     comparison = compare(base, plan, _victim_policies(prepared.problem).get) if base is not None else None
-    result.plan = dataclasses.replace(plan, base=comparison, requests=requests,
-                                      diagnostics=plan.diagnostics + (changes.refused if changes else ()))
-    return result
+    final = dataclasses.replace(plan, base=comparison, requests=requests,
+                                diagnostics=plan.diagnostics + (changes.refused if changes else ()))
+    return result_of(prepared, solution, final, changes)
 
 
 def load(paths: Iterable[str], *, refuse_invalid: bool = False) -> Validation:
@@ -524,88 +536,97 @@ def grant_positions(problem: Problem, solution: Solution) -> dict[str, int]:
     return {rid: place for place, rid in enumerate(ordered)}
 
 
-def _output_dir(result: PlanResult, given: str | None) -> str | None:
+def _output_dir(prepared: Prepared, given: str | None) -> str | None:
     if given:
         return given
-    recorded = result.state.output_dir
+    recorded = prepared.state.output_dir
     if recorded is None:
         return None
-    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(result.state_path)), recorded))
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(prepared.state_path)), recorded))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Changes:
-    """What applying a plan changes: the plan's ``changes`` section, and the
-    diagnostics of generated paths apply would refuse to replace."""
+    """What applying a plan changes: the plan's ``changes`` section, the diagnostics
+    of generated paths apply would refuse to replace, and what apply would write."""
 
     section: PlanChanges
-    refused: tuple[Diagnostic, ...] = ()
+    refused: tuple[Diagnostic, ...]
+    files: dict[str, str]               # relative path -> text
+    output_dir: str | None              # where the generated files live, when known
+    state_text: str                     # the new state file's bytes
+    state_action: str | None            # create | update | None (unchanged)
+    diffs: dict[str, str]               # path -> unified diff, for files known on disk
+    on_disk: dict[str, str | None]      # path -> its text in the output directory as read
 
 
-def what_changes(result: PlanResult, prepared: Prepared, *, output_dir: str | None, now: datetime,
+def what_changes(plan: Plan, prepared: Prepared, *, output_dir: str | None, now: datetime,
                  context: TargetContext, grants: Mapping[str, int]) -> Changes:
-    """Render what apply would write for ``result.plan`` and compare it with the
-    state's record and, where the output directory is known, the files on disk
-    (each read once, kept in ``result.on_disk``); fills in the result's files,
-    diffs and new state. ``grants``: request id -> its place among the new grants."""
+    """Render what apply would write for ``plan`` and compare it with the state's
+    record and, where the output directory is known, the files on disk (each read
+    once, kept in ``on_disk``): the files, diffs and new state. ``grants``: request
+    id -> its place among the new grants."""
     from .model import KINDS
     from .targets import render_all
 
-    plan, config = result.plan, prepared.validation.config
-    result.files = render_all(config, plan, prepared.live, context=context)
-    file_digests = {p: sha256_text(t) for p, t in result.files.items()}
-    result.output_dir = _output_dir(result, output_dir)
-    recorded = result.state.files
+    config, previous_state = prepared.validation.config, prepared.state
+    released = sorted(prepared.released)
+    files = render_all(config, plan, prepared.live, context=context)
+    file_digests = {p: sha256_text(t) for p, t in files.items()}
+    out_dir = _output_dir(prepared, output_dir)
+    recorded = previous_state.files
     file_changes: list[FileChange] = []
-    tree = Tree(result.output_dir) if result.output_dir else None
+    tree = Tree(out_dir) if out_dir else None
     refused: list[Diagnostic] = []
-    for path, text in result.files.items():
+    on_disk_texts: dict[str, str | None] = {}
+    diffs: dict[str, str] = {}
+    for path, text in files.items():
         try:
             on_disk = tree.read_text(path) if tree is not None else None
         except UnsafePath as exc:   # a link (to .git/config?) or a device where a generated file goes
             refused.append(Diagnostic(exc.path, 1, 1, 1, 1, d.Y001.id, "error",
                                       f"{exc.why}; apply replaces only regular files it wrote: remove it"))
             file_changes.append(FileChange(path, "update"))
-            result.on_disk[path] = None
+            on_disk_texts[path] = None
             continue
         if tree is not None:
-            result.on_disk[path] = on_disk
+            on_disk_texts[path] = on_disk
         if on_disk is not None:
             if on_disk != text:
                 file_changes.append(FileChange(path, "update" if path in recorded else "create"))
-                result.diffs[path] = unified_diff(on_disk, text, path)
+                diffs[path] = unified_diff(on_disk, text, path)
         elif path not in recorded:
             file_changes.append(FileChange(path, "create"))
-        elif recorded[path] != file_digests[path] or result.output_dir:
+        elif recorded[path] != file_digests[path] or out_dir:
             file_changes.append(FileChange(path, "update"))
-    file_changes += [FileChange(path, "delete") for path in recorded if path not in result.files]
-    out_dir = result.output_dir
+    file_changes += [FileChange(path, "delete") for path in recorded if path not in files]
     relative_out = None
     if out_dir:
-        relative_out = os.path.relpath(os.path.abspath(out_dir), os.path.dirname(os.path.abspath(result.state_path)))
+        relative_out = os.path.relpath(os.path.abspath(out_dir),
+                                       os.path.dirname(os.path.abspath(prepared.state_path)))
     # The configuration's digest without the state: the plan's inputs hold each of
     # its documents' digests already, unless plan_paths left allocations out of
     # what it planned (released, preempted); then their names differ from the config's.
     documents = {k: v for k, v in (plan.inputs or {}).items() if not k.startswith("state/")}
     same = documents.keys() == {f"{kind}/{name}" for kind in KINDS for name in config.by_kind(kind)}
     digest = digest_of(documents) if same else inputs_digest(config)
-    state = state_from_plan(plan, result.previous, files=file_digests,
-                            digest=digest, from_files=config.allocations,
-                            preempted_before=result.state.preempted, released=result.released, started_at=now,
-                            step_inputs=prepared.inputs, finished=result.state.finished, grant_order=grants,
-                            output_dir=relative_out.replace(os.sep, "/") if relative_out else None)
-    result.state_text = dump_state(state)
-    current = result.state.text   # the state file as plan_paths read it: not read again
-    result.state_action = None if current == result.state_text else ("update" if current is not None else "create")
-    allocations = changes(result.previous + [a for a in result.state.allocations if a.metadata.name in result.released],
-                          state["allocations"], result.released)
-    restarted, unknown = restarted_jobs(plan, context, result.files, result.on_disk if tree is not None else None,
+    state = state_from_plan(plan, prepared.previous, StateInputs(
+        files=file_digests, digest=digest, from_files=frozenset(config.allocations),
+        preempted_before=tuple(previous_state.preempted), released=tuple(released), started_at=now,
+        step_inputs=prepared.inputs, finished=previous_state.finished, grant_order=grants,
+        output_dir=relative_out.replace(os.sep, "/") if relative_out else None))
+    state_text = dump_state(state)
+    current = previous_state.text   # the state file as plan_paths read it: not read again
+    state_action = None if current == state_text else ("update" if current is not None else "create")
+    allocations = changes(prepared.previous + [a for a in previous_state.allocations if a.metadata.name in released],
+                          state.allocations, released)
+    restarted, unknown = restarted_jobs(plan, context, files, on_disk_texts if tree is not None else None,
                                         recorded, file_digests)
     section = PlanChanges(AllocationChanges(tuple(allocations["added"]), tuple(allocations["removed"]),
                                             tuple(allocations["resized"]), tuple(allocations["unchanged"]),
                                             restarted, unknown),
-                          tuple(sorted(file_changes, key=lambda x: x.path)), result.state_action)
-    return Changes(section, tuple(refused))
+                          tuple(sorted(file_changes, key=lambda x: x.path)), state_action)
+    return Changes(section, tuple(refused), files, out_dir, state_text, state_action, diffs, on_disk_texts)
 
 
 _JOB_NAME = re.compile(r"^metadata:\n  name: (\S+)$", re.MULTILINE)

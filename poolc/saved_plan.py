@@ -27,7 +27,7 @@ from .diagnostics import report_order
 from .domain.allowed import refused_preemptions
 from .domain.eligibility import eligible_policies
 from .domain.plan import ALLOCATED, UNMANAGED, Plan
-from .plan import PlanResult, Prepared, decide, grant_positions, resolve_now, what_changes
+from .plan import PlanResult, Prepared, decide, grant_positions, resolve_now, result_of, what_changes
 from .planner.solution import Solution
 from .targets.context import TargetContext
 
@@ -166,9 +166,7 @@ def apply_saved(saved: Plan, prepared: Prepared, solution: Solution, fresh: Plan
                                                      for r in saved.requests))
     submit = saved.runtime.submit if saved.runtime is not None else "gate"
     context = TargetContext.of(prepared.validation.config, plan, prepared.live, submit=submit)
-    result = PlanResult(prepared.validation, prepared.state, prepared.state_path, prepared.problem, solution, plan,
-                        prepared.previous, sorted(prepared.released))
-    changes = what_changes(result, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
+    changes = what_changes(plan, prepared, output_dir=output_dir, now=resolve_now(now), context=context,
                            grants=grant_positions(prepared.problem, solution))
     # the diagnostics as they stand now (with their end positions, which a plan file does not keep)
     found = [*prepared.diagnostics]
@@ -176,6 +174,6 @@ def apply_saved(saved: Plan, prepared: Prepared, solution: Solution, fresh: Plan
         from .runtime import runtime_diagnostics
 
         found += runtime_diagnostics(saved.runtime, prepared.live, prepared.config)
-    result.plan = dataclasses.replace(plan, diagnostics=tuple(sorted(found, key=report_order)) + changes.refused,
-                                      changes=changes.section)
-    return result
+    final = dataclasses.replace(plan, diagnostics=tuple(sorted(found, key=report_order)) + changes.refused,
+                                changes=changes.section)
+    return result_of(prepared, solution, final, changes)

@@ -23,6 +23,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -36,6 +37,7 @@ from .jsonpos import JsonScan
 from .jsontext import dumps_sorted
 from .load import Document, Span
 from .model import Allocation
+from .state_file import StateFile
 from .writer import read_bytes, write_atomic
 
 FORMAT_VERSION = state_file.FORMAT_VERSION
@@ -270,89 +272,86 @@ def format_time(when: datetime) -> str:
 
 
 
-def state_from_plan(plan: Plan, previous: Iterable[Allocation], *, files: Mapping[str, str] | None = None,
-                    digest: str | None = None, from_files: Iterable[str] = (),
-                    preempted_before: Iterable[str] = (), released: Iterable[str] = (),
-                    started_at: datetime | None = None, step_inputs: Mapping[str, str] | None = None,
-                    finished: Mapping[str, str] | None = None, output_dir: str | None = None,
-                    grant_order: Mapping[str, int] | None = None) -> dict:
+@dataclass(frozen=True, slots=True)
+class StateInputs:
+    """What a new state records beside the plan, each from the run that makes it."""
+
+    files: Mapping[str, str] = field(default_factory=dict)   # generated file -> its digest (apply)
+    # the configuration's digest without any state (``inputs_digest(config)``; None: the plan's)
+    digest: str | None = None
+    from_files: frozenset[str] = frozenset()           # Allocation documents of the configuration's files
+    preempted_before: tuple[str, ...] = ()             # what the previous state recorded as preempted
+    released: tuple[str, ...] = ()                     # allocations of steps whose request changed
+    started_at: datetime | None = None                 # when the new allocations start (the apply)
+    step_inputs: Mapping[str, str] = field(default_factory=dict)   # step id -> digest of its inputs
+    finished: Mapping[str, str] = field(default_factory=dict)      # the previous state's finished steps
+    output_dir: str | None = None                      # relative to the state file's directory
+    grant_order: Mapping[str, int] = field(default_factory=dict)   # request id -> place among new grants
+
+
+def state_from_plan(plan: Plan, previous: Iterable[Allocation], given: StateInputs = StateInputs()) -> StateFile:
     """The state a plan decides: the running allocations it keeps (every document in
     ``previous`` it does not preempt, those from the files included, so the state
     is the whole picture) plus one new allocation per newly admitted step.
 
     ``previous`` are the running Allocation documents the plan started from
-    (PlanResult.previous); ``files`` the digests of the generated files (apply).
-    ``digest`` is the configuration's digest without any state
-    (``inputs_digest(config)``; default: the plan's). Not the plan's own digest,
-    which covers the previous state: the state would then never match a re-run
-    right after `apply`, and `apply --check` would call every fresh state stale.
+    (PlanResult.previous). ``given.digest`` is the configuration's digest without
+    any state; not the plan's own digest, which covers the previous state: the
+    state would then never match a re-run right after `apply`, and `apply --check`
+    would call every fresh state stale.
 
-    ``released``: allocations of steps whose request changed (the plan re-planned
-    them); ``started_at``: when the new allocations start (the apply);
-    ``step_inputs``: step id -> digest of its inputs (kept on its allocation);
-    ``finished``: steps released as finished (kept while their inputs stay);
-    ``grant_order``: request id -> its place among the new grants (domain.borrowing.grant_order):
-    the k-th starts ``k`` microseconds after ``started_at``, so the next plan walks the
-    reserved shares in the order this one did."""
+    ``given.released`` are re-planned, so dropped; ``given.finished`` steps are kept
+    while their inputs stay; by ``given.grant_order`` (domain.borrowing.grant_order)
+    the k-th new grant starts ``k`` microseconds after ``given.started_at``, so the
+    next plan walks the reserved shares in the order this one did."""
     preempted = {p.id for p in plan.preempted}
-    gone_now = preempted | set(released)
+    gone_now = preempted | set(given.released)
     steps = {step_label(r.id) for r in plan.requests} | {step_label(s) for s in plan.finished}
     kept = {a.metadata.name: a for a in previous if a.metadata.name not in gone_now
             and (step_of(a) is None or step_of(a) in steps)}
     for request in plan.requests:
         if (request.status == ALLOCATED and request.pool is not None and request.policy is not None
                 and request.requester is not None and request.running is None):
-            start = started_at
-            if start is not None and grant_order:
-                start = start + timedelta(microseconds=grant_order.get(request.id, 0))
+            start = given.started_at
+            if start is not None and given.grant_order:
+                start = start + timedelta(microseconds=given.grant_order.get(request.id, 0))
             alloc = new_allocation(request.id, request.requester, request.pool, request.policy,
                                    request.preemptible, request.demand, started_at=start,
-                                   inputs=(step_inputs or {}).get(request.id))
+                                   inputs=given.step_inputs.get(request.id))
             kept.setdefault(alloc.metadata.name, alloc)
     # Allocations from the config files that are gone (preempted now or before):
     # remembered so the next plan does not take them as running again.
-    from_files = set(from_files)
-    gone = sorted((set(preempted_before) | preempted) & from_files)
-    state = {
-        "format_version": FORMAT_VERSION,
-        "inputs_digest": digest or plan.inputs_digest,
-        "allocations": [allocation_json(kept[name]) for name in sorted(kept)],
-        "files": dict(sorted((files or {}).items())),
-    }
-    if gone:
-        state["preempted"] = gone
+    gone = sorted((set(given.preempted_before) | preempted) & given.from_files)
     labels = {step_label(step) for step in plan.finished}
-    still_finished = {label: digest for label, digest in (finished or {}).items() if label in labels}
-    if still_finished:
-        state["finished"] = dict(sorted(still_finished.items()))
-    if output_dir:
-        state["output_dir"] = output_dir
-    return state
+    still_finished = {label: digest for label, digest in given.finished.items() if label in labels}
+    return _state(given.digest or plan.inputs_digest, [kept[name] for name in sorted(kept)], given.files, gone,
+                  still_finished, given.output_dir)
 
 
-def state_dict(state: StateRead, allocations: Iterable[Allocation], finished: Mapping[str, str]) -> dict[str, Any]:
-    """The state file's content with these allocations and finished steps; everything
-    else as ``state`` holds it (the same keys apply writes)."""
-    root: dict[str, Any] = {"format_version": FORMAT_VERSION, "inputs_digest": state.digest,
-                            "allocations": [allocation_json(a) for a in
-                                            sorted(allocations, key=lambda a: a.metadata.name)],
-                            "files": dict(sorted(state.files.items()))}
-    if state.preempted:
-        root["preempted"] = sorted(state.preempted)
-    if finished:
-        root["finished"] = dict(sorted(finished.items()))
-    if state.output_dir:
-        root["output_dir"] = state.output_dir
-    return root
+def state_dict(state: StateRead, allocations: Iterable[Allocation], finished: Mapping[str, str]) -> StateFile:
+    """The state with these allocations and finished steps; everything else as
+    ``state`` holds it."""
+    return _state(state.digest, sorted(allocations, key=lambda a: a.metadata.name), state.files,
+                  sorted(state.preempted), finished, state.output_dir)
 
 
-def dump_state(state: Mapping) -> str:
+def _state(digest: str | None, allocations: Iterable[Allocation], files: Mapping[str, str], preempted: list[str],
+           finished: Mapping[str, str], output_dir: str | None) -> StateFile:
+    return StateFile.model_validate({
+        "format_version": FORMAT_VERSION, "inputs_digest": digest,
+        "allocations": [allocation_json(a) for a in allocations], "files": dict(sorted(files.items())),
+        "preempted": preempted, "finished": dict(sorted(finished.items())), "output_dir": output_dir or None})
+
+
+def dump_state(state: StateFile | Mapping) -> str:
     """The state's bytes: sorted keys, two-space indent, a final newline (``jsontext``:
-    the standard library's bytes, without its slow indenting encoder)."""
-    return dumps_sorted(state, indent=2, ensure_ascii=False) + "\n"
+    the standard library's bytes, without its slow indenting encoder). A mapping is
+    written as it is (tests write states poolc would not)."""
+    found = state_file.content(state) if isinstance(state, StateFile) else state
+    return dumps_sorted(found, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_state(path: str, state: Mapping) -> None:
+def write_state(path: str, state: StateFile | Mapping) -> None:
     """Replace the state file atomically. Hold ``poolc.lock.state_lock(path)`` around the whole
     read-plan-write cycle, not just this call, so no other apply interleaves."""
     write_atomic(path, dump_state(state))

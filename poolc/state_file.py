@@ -1,4 +1,6 @@
-"""The state file's shape as a typed model (pydantic), and its errors as diagnostics.
+"""The state file's shape as a typed model (pydantic), declared once: apply, `state rm`
+and `state import` write the file from it (``content``), and every reader checks it
+through it, its errors as diagnostics.
 
 A state may be edited by hand or come from another tool, so its shape is checked
 before anything reads it: each field's type, no unknown fields, and that every
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
@@ -21,25 +23,27 @@ from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only 
 from . import diagnostics as d
 from .diagnostics import Diagnostic
 
-FORMAT_VERSION = 1
+StateVersion = Literal[1]
+FORMAT_VERSION: int = get_args(StateVersion)[0]
 
 Str = Annotated[str, Field(strict=True)]
 
 
 class _AllocationKind(TypedDict):
     """An entry of ``allocations``, as far as the state checks it: a mapping of kind
-    Allocation (the rest is the Allocation model's to judge)."""
+    Allocation (the rest is the Allocation model's to judge, and is kept as written)."""
 
-    __pydantic_config__ = ConfigDict(extra="ignore")   # type: ignore[misc]  # not the state's "forbid"
+    __pydantic_config__ = ConfigDict(extra="allow")   # type: ignore[misc]  # not the state's "forbid"
     kind: Literal["Allocation"]
 
 
 class StateFile(BaseModel):
-    """A state file as apply writes it (docs/cli.md#the-state-file)."""
+    """A state file as apply writes it (docs/cli.md#the-state-file); ``preempted``,
+    ``finished`` and ``output_dir`` are left out of the file when empty."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: Literal[1]          # lax on purpose: 1.0 was always read as 1
+    format_version: StateVersion        # lax on purpose: 1.0 was always read as 1
     inputs_digest: Str | None = None
     files: dict[str, Str] = {}
     allocations: list[_AllocationKind] = []
@@ -49,6 +53,13 @@ class StateFile(BaseModel):
 
 
 FIELDS = tuple(StateFile.model_fields)
+OMITTED_WHEN_EMPTY = frozenset({"preempted", "finished", "output_dir"})
+
+
+def content(state: StateFile) -> dict[str, Any]:
+    """The state's JSON content: every field, but those of OMITTED_WHEN_EMPTY only when set."""
+    found = {key: getattr(state, key) for key in FIELDS}   # already JSON values: no copy made by a dump
+    return {key: value for key, value in found.items() if value or key not in OMITTED_WHEN_EMPTY}
 
 # What each field must hold, in the user's words (S003).
 _MUST = {

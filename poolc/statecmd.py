@@ -158,5 +158,6 @@ def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None =
             return change
         change.added, change.removed, change.kept = observed.added, observed.removed, observed.kept
         change.finished = observed.completed
+        assert observed.state is not None   # observe() sets it before it returns
         write_atomic(state_path, dump_state(observed.state))
     return change

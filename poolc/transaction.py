@@ -34,7 +34,6 @@ and a file is removed only while it is the very file poolc wrote.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -44,9 +43,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import signals
-from .journal_file import JOURNAL_VERSION, BadJournal, read_journal
-from .writer import Tree, UnsafePath, check_replaceable, sha256_text, split_relative, write_new
+from .journal_file import BadJournal, EntryModel, JournalModel, read_journal
+from .writer import Tree, UnsafePath, check_replaceable, read_bytes, sha256_text, split_relative, write_new
 
+MAX_JOURNAL_BYTES = 16 << 20   # a journal names each file once: far below this
 _TEMP = re.compile(r"\.poolc-[0-9a-f]{16}-\d+\.(tmp|bak)")
 
 
@@ -70,31 +70,9 @@ def _point(label: str) -> None:
 
 # --- the journal ---------------------------------------------------------------------------
 
-@dataclass
-class Entry:
-    """One file the transaction changes: ``tree`` is "out" or "state"."""
-
-    tree: str
-    path: str
-    new: str | None          # digest of the new text; None: remove the file
-    backup: bool             # the target existed: it has a .bak link
-    old: str | None = None   # the state's digest at prepare (its generation); None: absent, or an output file
-                             # (whose generation its backup link pins)
-
-
-@dataclass
-class Journal:
-    id: str
-    phase: str
-    output_dir: str          # relative to the state's directory, so a moved checkout still recovers
-    state: str              # the state file's name, in the directory of the journal
-    entries: list[Entry] = field(default_factory=list)
-    dirs: list[str] = field(default_factory=list)   # directories created below the output dir
-
-    def to_text(self) -> str:
-        return json.dumps({"poolc_journal": JOURNAL_VERSION, "id": self.id, "phase": self.phase,
-                           "output_dir": self.output_dir, "state": self.state, "dirs": self.dirs,
-                           "entries": [e.__dict__ for e in self.entries]}, indent=1) + "\n"
+# The journal's one declaration is its typed model (poolc.journal_file): written and read through it.
+Entry = EntryModel
+Journal = JournalModel
 
 
 class JournalError(Exception):
@@ -114,8 +92,7 @@ def _parse_journal(path: str, text: str) -> Journal:
         line, column = exc.span[:2]
         raise JournalError(f"{path}:{line}:{column}: not a journal poolc can recover ({exc.why}); if no apply is "
                            "running, check the output directory and the state by hand, then delete it") from None
-    return Journal(model.id, model.phase, model.output_dir, model.state,
-                   [Entry(e.tree, e.path, e.new, e.backup, e.old) for e in model.entries], list(model.dirs))
+    return model
 
 
 class _Files:
@@ -168,7 +145,7 @@ class Transaction:
 
     # -- the journal file --
     def _write_journal(self, phase: str) -> None:
-        self.journal.phase = phase
+        self.journal = self.journal.model_copy(update={"phase": phase})
         directory = os.path.dirname(self.path)
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
@@ -218,7 +195,7 @@ class Transaction:
 
     def _made_dir(self, relative: str) -> None:
         if relative not in self.journal.dirs:
-            self.journal.dirs.append(relative)
+            self.journal = self.journal.model_copy(update={"dirs": [*self.journal.dirs, relative]})
             self._write_journal("prepare")   # listed before it exists, so a kill cannot leak it
         _point(f"mkdir {relative}")
 
@@ -355,8 +332,7 @@ def recover(output_dir: str, state_path: str) -> str | None:
             os.unlink(path + ".tmp")
         return None
     check_replaceable(path)
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        text = handle.read(16 << 20)
+    text = read_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", errors="replace")
     journal = _parse_journal(path, text)
     if journal.state != os.path.basename(os.path.abspath(state_path)):
         raise JournalError(f"{path}: the journal is for the state {journal.state!r}; delete it if no apply runs")
@@ -416,7 +392,8 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
     for relative, text in sorted(files.items()):
         if _TEMP.fullmatch(relative.rsplit("/", 1)[-1]):
             raise UnsafePath(out.show(relative), "poolc's own temp-file names are reserved")
-        entries.append(Entry("out", relative, sha256_text(text), existing(out, relative) is not None))
+        entries.append(Entry(tree="out", path=relative, new=sha256_text(text),
+                             backup=existing(out, relative) is not None))
         texts[("out", relative)] = text
     for relative, digest in sorted(remove.items()):
         try:
@@ -436,15 +413,16 @@ def write_transaction(output_dir: str, files: dict[str, str], remove: dict[str, 
                 continue
         finally:
             os.close(fd)
-        entries.append(Entry("out", relative, None, True, digest))
+        entries.append(Entry(tree="out", path=relative, new=None, backup=True, old=digest))
     os.makedirs(state_tree.root, exist_ok=True)
     os.makedirs(out.root, exist_ok=True)
     old_state = existing(state_tree, state_name, digest=True)
-    entries.append(Entry("state", state_name, sha256_text(state_text), old_state is not None, old_state))
+    entries.append(Entry(tree="state", path=state_name, new=sha256_text(state_text), backup=old_state is not None,
+                         old=old_state))
     texts[("state", state_name)] = state_text
 
-    journal = Journal(os.urandom(8).hex(), "prepare", os.path.relpath(out.root, state_tree.root),
-                      state_name, entries)
+    journal = Journal(id=os.urandom(8).hex(), phase="prepare", output_dir=os.path.relpath(out.root, state_tree.root),
+                      state=state_name, entries=entries)
     transaction = Transaction(output_dir, state_path, journal)
     signals.install()   # the solver may have replaced the SIGINT handler
     signals.pending()   # forget a signal held back after an earlier transaction had finished

@@ -42,11 +42,12 @@ class UnsafePath(OSError):
 
 
 class ReadRefused(OSError):
-    """A file poolc will not read: a link, not a regular file, or over its size bound."""
+    """A file poolc will not read: a link, not a regular file, or over its size bound
+    (``kind``: ``link``, ``special`` or ``size``; ``size`` the file's size when its status said it)."""
 
-    def __init__(self, path: str, why: str) -> None:
+    def __init__(self, path: str, why: str, kind: str = "special", size: int | None = None) -> None:
         super().__init__(errno.EINVAL, why, path)
-        self.why = why
+        self.why, self.kind, self.size = why, kind, size
 
 
 def read_fd(fd: int, path: str, limit: int) -> bytes:
@@ -56,7 +57,8 @@ def read_fd(fd: int, path: str, limit: int) -> bytes:
         raise ReadRefused(path, "not a regular file (a FIFO, a device or a directory); poolc reads only "
                                 "regular files")
     if info.st_size > limit:
-        raise ReadRefused(path, f"the file is {info.st_size} bytes; poolc reads at most {limit} bytes here")
+        raise ReadRefused(path, f"the file is {info.st_size} bytes; poolc reads at most {limit} bytes here", "size",
+                          info.st_size)
     chunks, total = [], 0
     while total <= limit:
         chunk = os.read(fd, min(1 << 20, limit + 1 - total))
@@ -65,20 +67,23 @@ def read_fd(fd: int, path: str, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     if total > limit:
-        raise ReadRefused(path, f"the file is over {limit} bytes; poolc reads at most {limit} bytes here")
+        raise ReadRefused(path, f"the file is over {limit} bytes; poolc reads at most {limit} bytes here", "size")
     return b"".join(chunks)
 
 
 def read_bytes(path: str, limit: int, *, follow: bool = False) -> bytes:
-    """A regular file's bytes, at most ``limit``; without ``follow``, a symbolic link
-    is refused rather than read (OSError: missing, unreadable; ReadRefused: a link,
-    not a regular file, too large)."""
+    """A regular file's bytes, at most ``limit``: the one way poolc reads a file it is
+    given (inputs, the state, plan files, reports, price tables, the journal). Opened
+    with O_NONBLOCK, so a FIFO is refused by ``fstat`` instead of waited on; without
+    ``follow`` (only ``pyproject.toml`` is followed), a symbolic link is refused rather
+    than read (OSError: missing, unreadable; ReadRefused: a link, not a regular file,
+    too large)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
-            raise ReadRefused(path, "it is a symbolic link; poolc does not follow links here") from None
+            raise ReadRefused(path, "it is a symbolic link; poolc does not follow links here", "link") from None
         raise
     try:
         return read_fd(fd, path, limit)
@@ -217,10 +222,19 @@ def write_new(dir_fd: int, name: str, text: str) -> None:
 def read_regular(path: str, limit: int = 64 << 20, *, follow: bool = False) -> str | None:
     """A regular file's text, or None: never blocks on a FIFO, reads a device forever
     or (unless ``follow``) reads through a symbolic link."""
+    return read_text_or_why(path, limit, follow=follow)[0]
+
+
+def read_text_or_why(path: str, limit: int = 64 << 20, *, follow: bool = False) -> tuple[str | None, str]:
+    """(a regular file's UTF-8 text, "") or (None, why it was not read, in words)."""
     try:
-        return read_bytes(path, limit, follow=follow).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        return read_bytes(path, limit, follow=follow).decode("utf-8"), ""
+    except ReadRefused as exc:
+        return None, exc.why
+    except UnicodeDecodeError:
+        return None, "it is not UTF-8 text"
+    except OSError as exc:
+        return None, str(exc.strerror or exc).lower()
 
 
 def check_replaceable(path: str) -> None:

@@ -24,10 +24,15 @@ def text_of(change) -> str:
 
 
 def test_what_apply_writes_reads_back():
-    journal = Journal("0123456789abcdef", "prepare", "out", "poolc.state.json",
-                      [Entry("out", "kubernetes/a.yaml", "sha256:1", False),
-                       Entry("state", "poolc.state.json", None, True, "sha256:3")], ["kubernetes"])
-    assert _parse_journal("j", journal.to_text()) == journal
+    journal = Journal(id="0123456789abcdef", phase="prepare", output_dir="out", state="poolc.state.json",
+                      entries=[Entry(tree="out", path="kubernetes/a.yaml", new="sha256:1", backup=False),
+                               Entry(tree="state", path="poolc.state.json", new=None, backup=True, old="sha256:3")],
+                      dirs=["kubernetes"])
+    text = journal.to_text()
+    assert _parse_journal("j", text) == journal
+    # the bytes apply has always written: the version first, then the fields in this order
+    assert list(json.loads(text)) == ["poolc_journal", "id", "phase", "output_dir", "state", "dirs", "entries"]
+    assert list(json.loads(text)["entries"][1]) == ["tree", "path", "new", "backup", "old"]
 
 
 @pytest.mark.parametrize("change, why, bad", [

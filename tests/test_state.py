@@ -19,7 +19,7 @@ from poolc.lock import StateLockError, state_lock
 from poolc.model import Allocation
 from poolc.plan import plan_paths
 from poolc.planner.solution import Solution
-from poolc.state import changes, dump_state, read_state, state_from_plan, write_state
+from poolc.state import StateInputs, changes, dump_state, read_state, state_from_plan, write_state
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,10 +52,10 @@ def test_missing_state_is_empty(tmp_path):
 def test_round_trip(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path))
     result = plan_paths(["."], strategy=decided)
-    state = state_from_plan(result.plan, result.previous, files={"kueue/dc.yaml": "sha256:ab"})
-    assert [a["metadata"]["name"] for a in state["allocations"]] == ["research--probe", "train--eval",
-                                                                    "train--train"]
-    assert state["allocations"][2] == {
+    state = state_from_plan(result.plan, result.previous, StateInputs(files={"kueue/dc.yaml": "sha256:ab"}))
+    assert [a["metadata"]["name"] for a in state.allocations] == ["research--probe", "train--eval",
+                                                                 "train--train"]
+    assert state.allocations[2] == {
         "apiVersion": "poolc/v1", "kind": "Allocation",
         "metadata": {"name": "train--train", "description": "step train/train, admitted through policy prod",
                      "labels": {"poolc.dev/step": "train.train"}},
@@ -68,9 +68,10 @@ def test_round_trip(tmp_path, monkeypatch):
     allocations, files, digest, diagnostics, _ = read_state(path)[:5]
     assert diagnostics == []
     assert digest == result.plan.inputs_digest and files == {"kueue/dc.yaml": "sha256:ab"}
-    assert [a.model_dump(mode="json", exclude_none=True) for a in allocations] == state["allocations"]
+    assert [a.model_dump(mode="json", exclude_none=True) for a in allocations] == state.allocations
     # writing what was read gives the same bytes: the state is reproducible
-    again = {**state, "allocations": [a.model_dump(mode="json", exclude_none=True) for a in allocations]}
+    again = state.model_copy(update={"allocations": [a.model_dump(mode="json", exclude_none=True)
+                                                     for a in allocations]})
     assert dump_state(again) == text
 
 

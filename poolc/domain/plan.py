@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..diagnostics import Diagnostic
 from ..escape import json_text
@@ -28,7 +28,10 @@ from .amounts import DEFAULT, Units
 from .change import BaseComparison
 from .naming import allocation_name
 
-FORMAT_VERSION = 1
+# The plan file's version and vocabularies, each declared once: the typed model a plan
+# file is read through (plan_file) takes these types, the writers these values.
+PlanVersion = Literal[1]
+FORMAT_VERSION: int = get_args(PlanVersion)[0]
 ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
 STATUSES = (ALLOCATED, QUEUED, REJECTED)
 UNMANAGED = "UNMANAGED"

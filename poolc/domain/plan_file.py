@@ -23,6 +23,7 @@ from ..jsonpos import JsonScan
 from ..vocabulary import RequestStatus, Strategy, SubmitMode, TierKind
 from .amounts import DECIMAL, Units
 from .plan import (
+    FORMAT_VERSION,
     AllocationChanges,
     External,
     FileChange,
@@ -30,6 +31,7 @@ from .plan import (
     PlanChanges,
     PlanFormatError,
     PlannedRequest,
+    PlanVersion,
     PolicyUsage,
     PoolUsage,
     Preemption,
@@ -39,7 +41,6 @@ from .plan import (
     Tier,
 )
 
-FORMAT_VERSION = 1
 MAX_VALUE = 10**18
 _SHOWN_ERRORS = 3
 
@@ -197,7 +198,7 @@ class PlanModel(_Model):
     """A plan file as `poolc plan --out` writes it; ``solver`` first, so a file that
     is no plan at all is told so by its first error."""
 
-    format_version: Literal[1]
+    format_version: PlanVersion
     solver: SolverModel
     inputs_digest: Str
     requests: list[RequestModel]

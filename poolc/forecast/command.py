@@ -11,7 +11,7 @@ from ..domain.plan import Plan
 from ..jsontext import dumps_sorted
 from ..plan import PlanResult
 from ..report import render
-from ..writer import read_regular
+from ..writer import read_text_or_why
 from .compare import compare
 from .compare import render_markdown as compare_markdown
 from .compare import render_text as compare_text
@@ -29,9 +29,9 @@ def forecast_or_diagnostics(result: PlanResult, horizon: int, prices_file: str |
     SOURCE_DATE_EPOCH or the clock."""
     override = None
     if prices_file is not None:
-        text = read_regular(prices_file)
+        text, why = read_text_or_why(prices_file)
         if text is None:
-            return None, f"poolc: cannot read the instance price table {escape.text(prices_file)}\n"
+            return None, f"poolc: cannot read the instance price table {escape.text(prices_file)}: {why}\n"
         try:
             override = read_price_table(text, prices_file)
         except ValueError as exc:   # the file's own text: escaped for the log (##[, control characters)

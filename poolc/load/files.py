@@ -1,19 +1,20 @@
 """Reading the files poolc is given: which files a path names, and their text.
 
-Only regular files are read (a FIFO, a device or a link to one is refused without
-blocking on it), at most MAX_FILE_BYTES of them, as UTF-8 (a UTF-16 file is told
+Only regular files are read, through poolc's one reader (``writer.read_bytes``): a
+FIFO, a device or a symbolic link is refused without blocking on it, at most
+MAX_FILE_BYTES of them, as UTF-8 (a UTF-16 file is told
 so). Every problem is a Diagnostic at the file, never an exception.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from typing import Any
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
+from ..writer import ReadRefused, read_bytes
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
@@ -64,30 +65,20 @@ def read_stdin(stream: Any) -> bytes:
 
 
 def read_regular(path: str) -> bytes | Diagnostic:
-    """The bytes of a regular file, at most MAX_FILE_BYTES; a FIFO, a device or a link to
-    one is refused without blocking on it or reading it for ever."""
+    """The bytes of a regular file, at most MAX_FILE_BYTES; a FIFO, a device or a link is
+    refused without blocking on it or reading it for ever."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        return error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return error_at(path, d.Y001, "not a regular file (a FIFO, a device or a directory); poolc "
-                             "reads only regular files")
-        if info.st_size > MAX_FILE_BYTES:
-            return error_at(path, d.Y007, f"the file is {info.st_size} bytes; poolc reads files of at most "
+        return read_bytes(path, MAX_FILE_BYTES)
+    except ReadRefused as exc:
+        if exc.kind != "size":
+            return error_at(path, d.Y001, exc.why)
+        if exc.size is not None:
+            return error_at(path, d.Y007, f"the file is {exc.size} bytes; poolc reads files of at most "
                              f"{MAX_FILE_BYTES} bytes")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            return error_at(path, d.Y007, f"the file is over {MAX_FILE_BYTES} bytes; poolc reads files of "
-                             f"at most {MAX_FILE_BYTES} bytes")
-        return raw
+        return error_at(path, d.Y007, f"the file is over {MAX_FILE_BYTES} bytes; poolc reads files of "
+                         f"at most {MAX_FILE_BYTES} bytes")
     except OSError as exc:
         return error_at(path, d.Y001, f"cannot read the file: {exc.strerror or exc}")
-    finally:
-        os.close(fd)
 
 
 def read_text(path: str) -> tuple[str | None, Diagnostic | None]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import escape
-from ..writer import read_regular
+from ..writer import read_text_or_why
 from .bounds import Bounds, moved, read_bounds
 from .command import Report
 from .render import markdown
@@ -30,9 +30,9 @@ class BaseReport:
 
 def read_base(path: str) -> tuple[BaseReport, str]:
     """The base report, and a note when it is unreadable or holds no expectations."""
-    text = read_regular(path)
+    text, why = read_text_or_why(path)
     if text is None:
-        return BaseReport(), f"poolc: cannot read the base report {path}: every failure is shown as new"
+        return BaseReport(), f"poolc: cannot read the base report {path}: {why}; every failure is shown as new"
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -16,7 +16,16 @@ from ..domain.amounts import DEFAULT, Units
 from ..forecast.make import Arriving, forecast_plan
 from ..forecast.summary import Forecast
 from ..model import Scenario, parse_timestamp
-from ..plan import PlanResult, Validation, decide, decide_strategy, load_strategy, prepare, with_sections
+from ..plan import (
+    PlanResult,
+    Validation,
+    decide,
+    decide_strategy,
+    load_strategy,
+    prepare,
+    result_of,
+    with_sections,
+)
 from ..state import StateRead, read_state
 from ..vocabulary import Strategy
 from .arrivals import expand, seconds
@@ -65,8 +74,7 @@ def plan_start(validation: Validation, entry: Entry[Scenario], strategy: Strateg
     solve = load_strategy("optimal" if strategy == "kueue" else strategy)
     solution = decide_strategy(prepared, strategy, solve, None)
     plan = with_sections(prepared, decide(prepared, solution), None)
-    return PlanResult(validation, prepared.state, state_path, prepared.problem, solution, plan, prepared.previous,
-                      sorted(prepared.released))
+    return result_of(prepared, solution, plan)
 
 
 def roll(validation: Validation, entry: Entry[Scenario], strategy: Strategy) -> Rolled:
