@@ -30,10 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from poolc.commands.planning import plan_paths  # noqa: E402
 from poolc.domain.problem import Problem, Request, Running, start_ranks  # noqa: E402
 from poolc.forecast.rollforward import STARTED, roll_forward  # noqa: E402
 from poolc.forecast.strategies import replanner  # noqa: E402
-from poolc.plan import plan_paths  # noqa: E402
 
 T0 = datetime(2026, 10, 1, tzinfo=UTC)
 DAY = 86400

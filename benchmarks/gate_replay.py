@@ -16,7 +16,7 @@ Per size it plans in-process (`plan_paths`) and prints:
 * `--submit all --strategy optimal`: for reference, how far the optimal plan and
   Kueue part ways when Kueue decides (what gate mode removes).
 * the runtime check's CPU seconds as a share of the whole plan in gate mode (target
-  <= 20% at 10,000): the check's own functions (`poolc.runtime.replay` and
+  <= 20% at 10,000): the check's own functions (`poolc.commands.runtime_check.replay` and
   `with_runtime`: rendering what gate mode writes, the Kueue replay, the comparison)
   timed inside that plan.
 
@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from plan_cli import write_instance  # noqa: E402
 from plan_scale import make_problem  # noqa: E402
 
-from poolc import runtime  # noqa: E402
-from poolc.plan import plan_paths  # noqa: E402
+from poolc.commands import runtime_check as runtime  # noqa: E402
+from poolc.commands.planning import plan_paths  # noqa: E402
 
 
 def with_workloads(directory: Path) -> None:
@@ -68,7 +68,7 @@ def _timed(inner):  # type: ignore[no-untyped-def]
     return wrapper
 
 
-# The runtime check is `poolc.runtime.replay` plus `with_runtime` (plan_paths imports both
+# The runtime check is `poolc.commands.runtime_check.replay` plus `with_runtime` (plan_paths imports both
 # when it runs the check): timed inside the very plan whose total they are a share of.
 runtime.replay, runtime.with_runtime = _timed(runtime.replay), _timed(runtime.with_runtime)
 

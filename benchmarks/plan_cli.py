@@ -48,7 +48,7 @@ from plan_scale import make_problem, seed_range  # noqa: E402
 from poolc.domain.problem import Problem, Request  # noqa: E402
 
 STEPS_PER_PIPELINE = 20
-# Runs in the child: wraps the stages of poolc.plan.plan_paths with timers and
+# Runs in the child: wraps the stages of poolc.commands.planning.plan_paths with timers and
 # writes {stage: seconds} to $POOLC_BENCH_STAGES when the process exits.
 CHILD = r"""
 import atexit, json, os, sys, time
@@ -64,23 +64,23 @@ def timed(module, name, label):
             stages[label] = stages.get(label, 0.0) + time.perf_counter() - t
             cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
     setattr(module, name, wrapper)
-import poolc.plan as P
+import poolc.commands.planning as P
 import poolc.domain.plan as DP
 import poolc.load as L
 import poolc.config as C
 import poolc.checks as K
 stages["import"], cpu["import"] = time.perf_counter() - t_start, time.process_time() - c_start
 timed(L, "load_paths", "load")
-timed(sys.modules["poolc.validate"], "load_paths", "load")
+timed(sys.modules["poolc.commands.validate"], "load_paths", "load")
 timed(C.ConfigBuilder, "add", "schema")   # validate builds models file by file, inside load_paths
-timed(sys.modules["poolc.validate"], "run_checks", "checks")
+timed(sys.modules["poolc.commands.validate"], "run_checks", "checks")
 timed(P, "problem_from_config", "problem")
 timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
 timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
 timed(P, "what_changes", "changes")   # rendering the target files and diffing them
-import poolc.runtime as RT
+import poolc.commands.runtime_check as RT
 timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
 timed(DP, "to_json", "json")   # the CLI imports it at call time
 import poolc.planner.cpsat as CS   # deterministic time of every CP-SAT solve, summed

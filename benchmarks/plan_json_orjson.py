@@ -1,11 +1,11 @@
 """The plan JSON written three ways, side by side: the standard library, poolc's
-writer (poolc.jsontext, what `poolc plan --format json` uses) and orjson.
+writer (poolc.text.jsontext, what `poolc plan --format json` uses) and orjson.
 
     python benchmarks/plan_json_orjson.py PLAN.json [--repeat 5] [--out DIR]
 
 PLAN.json is a plan `poolc plan --format json` wrote (benchmarks/plan_cli.py
 --keep DIR makes the 10,000-request platform; plan it once). The plan is read
-back through poolc's own model (Plan.from_json) and its ``as_dict()``, the value
+back through poolc's own model (plan_file.read_plan) and its ``as_dict()``, the value
 poolc serialises, is written by each writer; the figures are the median of
 ``--repeat`` runs, and each output is compared byte for byte with the standard
 library's (with ``--out``, each is also written there, for ``cmp``). orjson is
@@ -30,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from poolc.domain.plan import Plan  # noqa: E402
-from poolc.jsontext import dumps_sorted  # noqa: E402
+from poolc.domain.plan_file import read_plan  # noqa: E402
+from poolc.text.jsontext import dumps_sorted  # noqa: E402
 
 
 def writers() -> dict[str, Callable[[Any], str] | None]:
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", type=Path, help="write each writer's output here (plan.<writer>.json)")
     args = parser.parse_args()
-    value = Plan.from_json(args.plan.read_text(encoding="utf-8")).as_dict()
+    value = read_plan(args.plan.read_text(encoding="utf-8")).as_dict()
     print(f"{args.plan}: {len(value.get('requests', []))} requests, {args.plan.stat().st_size / 1e6:.1f} MB")
     print(f"{'writer':<20} {'median s':>9} {'min s':>7}  bytes")
     reference: str | None = None

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_pipelines import generate  # noqa: E402
 
-from poolc.plan import plan_paths  # noqa: E402
+from poolc.commands.planning import plan_paths  # noqa: E402
 
 
 def timed(label: str, **kwargs: object) -> tuple[float, float, object]:

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from poolc.state import FORMAT_VERSION, allocation_json, dump_state, new_allocation, read_state  # noqa: E402
+from poolc.state.records import FORMAT_VERSION, allocation_json, dump_state, new_allocation, read_state  # noqa: E402
 
 
 def state_text(count: int) -> str:

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from poolc.state import FORMAT_VERSION, StateRead, allocation_json, dump_state, new_allocation, state_dict  # noqa: E402
+from poolc.state.records import FORMAT_VERSION, StateRead, allocation_json, dump_state, new_allocation, state_dict  # noqa: E402
 
 
 def allocations(count: int) -> list:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 import click
 
 from . import __version__
-from .escape import text as _t  # every input-derived field on stdout/stderr goes through it
+from .text.escape import text as _t  # every input-derived field on stdout/stderr goes through it
 from .vocabulary import (
     DIAGNOSTIC_FORMATS,
     LIST_FORMATS,
@@ -72,7 +72,7 @@ def guarded(fn: F) -> F:
         except KeyboardInterrupt as exc:
             _interrupted(fn.__name__, exc)
         except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
-            from .validate import OptionsError
+            from .commands.validate import OptionsError
 
             if isinstance(exc.__cause__, KeyboardInterrupt):   # Python 3.11 wraps one in a class's __set_name__
                 _interrupted(fn.__name__, exc.__cause__)
@@ -169,8 +169,8 @@ def validate(paths: tuple[str, ...], fmt: DiagnosticFormat, disable: tuple[str, 
     PATHS are files or directories (default: .); - reads YAML from standard input.
     Exit 0 when clean (warnings allowed), 1 when any error is found.
     """
+    from .commands.validate import STDIN, read_options, validate_paths
     from .load import read_stdin
-    from .validate import STDIN, read_options, validate_paths
 
     options = read_options().merged(disable, error_on_warning)
     stdin = read_stdin(sys.stdin.buffer) if STDIN in paths else None
@@ -245,7 +245,7 @@ def _seconds(text: str | None, default: float) -> float:
 
 
 def _state_note(state_file: str | None, missing: bool, quiet: bool) -> None:
-    from .state import DEFAULT_STATE
+    from .state.records import DEFAULT_STATE
 
     if missing and not quiet:
         click.echo(f"poolc: no state file {_t(state_file or DEFAULT_STATE)}; planning with nothing running",
@@ -306,8 +306,8 @@ def plan(paths: tuple[str, ...], state_file: str | None, strategy: Strategy | No
     """
     import time
 
+    from .commands.planning import BaseMismatch, InvalidConfiguration, plan_paths
     from .domain.plan import to_json
-    from .plan import BaseMismatch, InvalidConfiguration, plan_paths
     from .writer import write_atomic
 
     strategy = default_strategy(strategy, submit)
@@ -362,7 +362,7 @@ def _read_base(path: str) -> tuple[Any, Any]:
     """The base plan of `plan --base` and its parsed JSON (which may hold the base's
     forecast); exit 1 with one line when it is not one this poolc can compare with
     (unreadable, not a plan, another format version)."""
-    from .apply import MAX_PLAN_BYTES
+    from .commands.apply import MAX_PLAN_BYTES
     from .domain.plan import FORMAT_VERSION, PlanFormatError
     from .domain.plan_file import parse_json, problem, read_plan
     from .writer import read_bytes
@@ -507,7 +507,7 @@ def show(plan_file: str, fmt: ShowFormat, no_color: bool) -> None:
 
     Exit 0, or 1 when the file is not a plan this poolc can read.
     """
-    from .apply import read_plan_file
+    from .commands.apply import read_plan_file
     from .views.colour import wanted
     from .views.plan_result_view import saved_output
 
@@ -547,9 +547,9 @@ def apply(paths: tuple[str, ...], output_dir: str, state_file: str | None, plan_
     stale, or (with --check) the output or state is out of date.
     """
     strategy = default_strategy(strategy, submit)
-    from .apply import apply_paths
-    from .lock import StateLockError
-    from .transaction import JournalError
+    from .commands.apply import apply_paths
+    from .state.lock import StateLockError
+    from .state.transaction import JournalError
     from .views import apply_view
 
     if now is not None:
@@ -617,9 +617,9 @@ def cycle(paths: tuple[str, ...], output_dir: str, state_file: str | None, strat
     """
     import os
 
-    from .cycle import CycleError, Tools, run_cycle
-    from .lock import StateLockError
-    from .state import DEFAULT_STATE
+    from .commands.cycle import CycleError, Tools, run_cycle
+    from .state.lock import StateLockError
+    from .state.records import DEFAULT_STATE
 
     tools = Tools(kubectl=os.environ.get("POOLC_KUBECTL", "kubectl"), aws=os.environ.get("POOLC_AWS", "aws"),
                   poll_seconds=poll_seconds, wait_seconds=wait_seconds)
@@ -660,11 +660,11 @@ def state_list(paths: tuple[str, ...], state_file: str | None, fmt: ListFormat) 
     """List the allocations the state holds, amounts in the units of the configuration
     under PATHS (decimal GB without it; the JSON keeps canonical keys). Exit 0, or 1
     when the state is invalid."""
+    from .commands.state_command import list_allocations
+    from .commands.validate import validate_paths
     from .config import display_units
     from .domain.amounts import DEFAULT
-    from .state import DEFAULT_STATE
-    from .statecmd import list_allocations
-    from .validate import validate_paths
+    from .state.records import DEFAULT_STATE
     from .views import state_view
 
     units = display_units(validate_paths(list(paths)).config) if paths else DEFAULT
@@ -684,8 +684,8 @@ def state_list(paths: tuple[str, ...], state_file: str | None, fmt: ListFormat) 
 def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
     """Release finished steps (allocation names or pipeline/step ids): their capacity is
     free again, and a step is not requested again until its inputs change."""
-    from .state import DEFAULT_STATE
-    from .statecmd import remove
+    from .commands.state_command import remove
+    from .state.records import DEFAULT_STATE
 
     _report_state_change(_locked(lambda: remove(state_file or DEFAULT_STATE, names)), "released")
 
@@ -697,8 +697,8 @@ def state_rm(names: tuple[str, ...], state_file: str | None) -> None:
 def state_rerun(names: tuple[str, ...], state_file: str | None) -> None:
     """Run finished steps again (step ids pipeline/step, or pipelines): the state forgets
     that they finished, so the next plan requests them and apply writes their Jobs."""
-    from .state import DEFAULT_STATE
-    from .statecmd import rerun
+    from .commands.state_command import rerun
+    from .state.records import DEFAULT_STATE
 
     _report_state_change(_locked(lambda: rerun(state_file or DEFAULT_STATE, names)), "to run again")
 
@@ -736,8 +736,8 @@ def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str
     Workloads admitted through poolc's queues become external allocations. Exit 1,
     changing nothing, on any error.
     """
-    from .state import DEFAULT_STATE
-    from .statecmd import import_cluster
+    from .commands.state_command import import_cluster
+    from .state.records import DEFAULT_STATE
 
     if not kueue_file and not sagemaker_file:
         raise click.UsageError("give --kueue FILE, --sagemaker FILE or both")
@@ -755,7 +755,7 @@ def state_import(paths: tuple[str, ...], state_file: str | None, kueue_file: str
 
 def _locked(command: Callable[[], Any]) -> Any:
     """Run a state command; a held or unusable state lock is one line and exit 1."""
-    from .lock import StateLockError
+    from .state.lock import StateLockError
 
     try:
         return command()

@@ -2,7 +2,7 @@
 
 `forked_applies` starts ONE real `poolc apply` process in a copy of the scenario's
 tree. It loads, plans and renders as any apply does; at the entry of its commit
-(``poolc.transaction.write_transaction``, after the plan, the rendered files and the
+(``poolc.state.transaction.write_transaction``, after the plan, the rendered files and the
 state text exist) it forks once per job. Each child moves into the job's own copy of
 the same tree (relative paths: the output directory and the state resolve there),
 takes that tree's lock, sets the job's environment (``POOLC_TEST_KILL_AT=N`` and
@@ -64,9 +64,9 @@ def _read(root: Path, which: str) -> str:
 
 def _serve(spec: Path, argv: list[str]) -> None:
     """The planning process: a real `poolc apply`, forked at its commit."""
-    from poolc import transaction
     from poolc.cli import main
-    from poolc.lock import state_lock
+    from poolc.state import transaction
+    from poolc.state.lock import state_lock
 
     jobs = json.loads(spec.read_text())
     real = transaction.write_transaction

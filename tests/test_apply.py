@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support import cli
 
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
 from poolc.domain.naming import allocation_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -388,7 +388,7 @@ def test_rollback_removes_directories_it_created(applied, monkeypatch):
 
 # --- the lock ----------------------------------------------------------------------------------
 
-HOLDER = ("import sys, time\nfrom poolc.lock import state_lock\n"
+HOLDER = ("import sys, time\nfrom poolc.state.lock import state_lock\n"
           "with state_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
 
 

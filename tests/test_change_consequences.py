@@ -23,7 +23,7 @@ import pytest
 from support import cli
 from test_pr_comment import FIXTURES, NOW, _edit, _golden, _well_formed, rendered
 
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
 
 FOURTH_TRIAL = "  trial_lr3e4_mixa: {}\n    trial_lr3e4_mixb: {}"
 

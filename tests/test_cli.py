@@ -173,7 +173,7 @@ def test_no_color_is_accepted():
 
 # --- internal errors ---------------------------------------------------------------
 
-INJECT = ("import poolc.validate as v\n"
+INJECT = ("import poolc.commands.validate as v\n"
           "def boom(paths, **options):\n    raise RuntimeError('injected fault')\n"
           "v.validate_paths = boom\n"
           "from poolc.cli import main\nmain()\n")
@@ -219,7 +219,8 @@ for args in (["validate", "examples"], ["validate", "--format", "sarif", "tests/
 assert codes == [0, 1, 1], codes
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("ortools", "pyscipopt", "rich")
                or m.startswith(("poolc.planner.optimal", "poolc.planner.mip", "poolc.planner.zenml",
-                                "poolc.targets.kube", "poolc.targets.sagemaker", "poolc.apply", "poolc.state")))
+                                "poolc.targets.kube", "poolc.targets.sagemaker", "poolc.commands.apply",
+                                "poolc.state.records")))
 assert heavy == [], heavy
 assert generated == [], generated
 print("ok")

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "clusterbox"))
 
 from box import Box  # noqa: E402
 
-from poolc.state import STEP_LABEL, read_state  # noqa: E402
-from poolc.statecmd import import_cluster  # noqa: E402
+from poolc.commands.state_command import import_cluster  # noqa: E402
+from poolc.state.records import STEP_LABEL, read_state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 POOLC = str(Path(sys.executable).parent / "poolc")
@@ -230,7 +230,7 @@ def staged_platform(seed: int) -> list[dict[str, str]] | None:
     starts), or is not contended: its whole demand, planned at once, fits without a wait."""
     from test_gate_replay import random_platform
 
-    from poolc.validate import validate_paths
+    from poolc.commands.validate import validate_paths
 
     docs = [d for d in random_platform(seed).split("---\n") if d.strip() and "kind: Allocation" not in d]
     pipelines = {d.split("name: ", 1)[1].split("}", 1)[0]: d for d in docs if "kind: Pipeline" in d}
@@ -252,7 +252,7 @@ def staged_platform(seed: int) -> list[dict[str, str]] | None:
 def _validates_contended(stages: list[dict[str, str]], validate_paths) -> bool:   # type: ignore[no-untyped-def]
     import tempfile
 
-    from poolc.plan import plan_paths
+    from poolc.commands.planning import plan_paths
 
     with tempfile.TemporaryDirectory() as scratch:
         for files in stages:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_forecast import EPOCH, tiers
 
-from poolc.plan import plan_paths
+from poolc.commands.planning import plan_paths
 from poolc.report.plan_markdown import render_comment, render_markdown
 
 REPO = Path(__file__).resolve().parents[1]

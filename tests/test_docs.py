@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from poolc import rules_doc
 from poolc.cli import main
+from poolc.commands import rules_doc
 from poolc.diagnostics import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_rules_doc_is_fresh():
     committed = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
-    assert committed == rules_doc.render(), "run: python -m poolc.rules_doc > docs/rules.md"
+    assert committed == rules_doc.render(), "run: python -m poolc.commands.rules_doc > docs/rules.md"
 
 
 def test_every_rule_is_in_the_table():
@@ -261,7 +261,7 @@ def test_every_schema_property_has_a_description(name):
 
 def test_the_worked_example_of_planning_md_gives_the_documented_plan():
     """docs/planning.md#worked-example quotes this plan and its objective; keep them true."""
-    from poolc.plan import plan_paths
+    from poolc.commands.planning import plan_paths
     from poolc.report.plan_text import render_plan
 
     for strategy in ("optimal", "zenml"):

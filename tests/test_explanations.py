@@ -11,8 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+from poolc.commands.planning import plan_paths
 from poolc.domain.plan import Plan, to_json
-from poolc.plan import plan_paths
 
 REVIEW = Path(__file__).resolve().parent / "fixtures" / "review"
 

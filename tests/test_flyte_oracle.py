@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from poolc.commands.validate import validate_paths
 from poolc.requests import build_requests
 from poolc.units import parse_bytes
-from poolc.validate import validate_paths
 
 TESTS = Path(__file__).resolve().parent
 ORACLE = TESTS / "oracles" / "flyte_oracle.py"

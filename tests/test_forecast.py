@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from support import cli
 
+from poolc.commands.planning import plan_paths
 from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from poolc.forecast import compare
 from poolc.forecast.make import forecast_plan
 from poolc.forecast.rollforward import _bounded, roll_forward
 from poolc.forecast.summary import Forecast
-from poolc.plan import plan_paths
 from poolc.planner import optimal
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,12 +21,12 @@ import pytest
 from sweep import blocks
 from test_forecast_schedule import MODELS
 
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
+from poolc.commands.planning import plan_paths
+from poolc.commands.state_command import remove
 from poolc.domain.naming import step_label
 from poolc.forecast.durations import durations_of
 from poolc.forecast.make import forecast_plan
-from poolc.plan import plan_paths
-from poolc.statecmd import remove
 
 T0 = datetime(2026, 11, 20, 4, tzinfo=UTC)
 H = 3600

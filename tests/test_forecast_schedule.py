@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sweep import blocks
 
+from poolc.commands.planning import PlanResult, plan_paths
 from poolc.domain.eligibility import check_placement
 from poolc.forecast.make import forecast_plan, steps_of_allocations
 from poolc.forecast.summary import Forecast
-from poolc.plan import PlanResult, plan_paths
 
 T0 = "2026-11-20T04:00:00Z"
 H = 3600

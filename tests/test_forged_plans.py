@@ -12,8 +12,8 @@ from pathlib import Path
 from support import cli
 from test_apply_saved import without_solver
 
+from poolc.commands.planning import decide, load, prepare, read_inputs_state
 from poolc.domain.plan import to_json
-from poolc.plan import decide, load, prepare, read_inputs_state
 from poolc.planner.solution import Solution
 
 
@@ -22,9 +22,9 @@ def _forge(extra: dict[str, list[str]]) -> None:
     every fate, pool and policy figure made to agree with them as poolc derives them."""
     assert cli("plan", "examples", "--strategy", "zenml", "--out", "plan.json").exit_code == 0
     saved = json.loads(Path("plan.json").read_text(encoding="utf-8"))
-    from poolc.domain.plan import Plan
+    from poolc.domain.plan_file import read_plan
 
-    plan = Plan.from_json(saved)
+    plan = read_plan(saved)
     validation = load(["examples"])
     prepared = prepare(validation, read_inputs_state(validation, "poolc.state.json", None), "poolc.state.json")
     admitted = {r.id: r.policy for r in plan.requests

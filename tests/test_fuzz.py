@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_schema import model_accepts, reference_validator
 
+from poolc.commands.validate import validate_paths
 from poolc.load import load_paths
 from poolc.schema import KIND_FILES
-from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"

@@ -17,7 +17,7 @@ import pytest
 from support import cli
 from test_source_corpus import CORPUS, PLATFORM, case_data, project
 
-from poolc.validate import validate_paths
+from poolc.commands.validate import validate_paths
 
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.yaml").is_file())
 ODD = ["²", "٣", "9" * 5000, "(" * 300, ")" * 300, " + 1" * 1200, "\x00", "\ufeff", "'''", '"', "\\",

@@ -22,9 +22,9 @@ from support import cli
 from sweep import blocks
 from test_kueue_replay import REPO, pipeline, policy, pool, running, statuses, write
 
-from poolc.apply import apply_paths
-from poolc.plan import _running_steps, plan_paths
-from poolc.runtime import replay, runtime_of
+from poolc.commands.apply import apply_paths
+from poolc.commands.planning import _running_steps, plan_paths
+from poolc.commands.runtime_check import replay, runtime_of
 
 BASE = "2026-01-01T00:00:00Z"
 

@@ -21,12 +21,12 @@ import yaml
 from support import cli
 
 from poolc import load
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
+from poolc.commands.validate import validate_paths
 from poolc.domain.naming import allocation_name, training_job_name
 from poolc.load import dispatch
-from poolc.lock import state_lock
-from poolc.state import read_state
-from poolc.validate import validate_paths
+from poolc.state.lock import state_lock
+from poolc.state.records import read_state
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "from poolc.cli import main; main()"]
@@ -365,7 +365,7 @@ def test_a_long_chain_of_merge_keys_is_a_depth_diagnostic():
     assert docs == [] and [p.rule for p in problems] == ["Y006"]
 
 
-HOLDER = ("import sys, time\nfrom poolc.lock import state_lock\n"
+HOLDER = ("import sys, time\nfrom poolc.state.lock import state_lock\n"
           "with state_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n")
 
 

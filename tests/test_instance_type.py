@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from poolc.plan import plan_paths
+from poolc.commands.planning import plan_paths
+from poolc.commands.validate import validate_paths
 from poolc.targets import render_target
 from poolc.targets.context import TargetContext
-from poolc.validate import validate_paths
 
 CONTEXT = Path(__file__).resolve().parent / "fixtures" / "context" / "platform.yaml"
 

@@ -1,4 +1,4 @@
-"""The journal read through its model (poolc.journal_file): a journal that is not
+"""The journal read through its model (poolc.state.journal_format): a journal that is not
 exactly what apply writes is refused whole, and the refusal says where."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from poolc.journal_file import BadJournal, read_journal
-from poolc.transaction import Entry, Journal, JournalError, _parse_journal
+from poolc.state.journal_format import BadJournal, read_journal
+from poolc.state.transaction import Entry, Journal, JournalError, _parse_journal
 
 GOOD = {"poolc_journal": 1, "id": "0123456789abcdef", "phase": "commit", "output_dir": "out",
         "state": "poolc.state.json", "dirs": ["kubernetes"],

@@ -1,4 +1,4 @@
-"""poolc.jsontext: the fast indented writer gives json.dumps's bytes, always.
+"""poolc.text.jsontext: the fast indented writer gives json.dumps's bytes, always.
 
 Hypothesis draws nested JSON values (every scalar type, unicode and control
 characters, empty containers, tuples); examples pin the hand-off to json.dumps
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poolc.jsontext import dumps_sorted
+from poolc.text.jsontext import dumps_sorted
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)

@@ -1,5 +1,5 @@
 """The kill harness: apply is cut at every write, link, rename, unlink, mkdir and
-rmdir of its commit (poolc.transaction._point counts them), by a real SIGKILL
+rmdir of its commit (poolc.state.transaction._point counts them), by a real SIGKILL
 in a subprocess, by SIGTERM/SIGINT, and by an injected I/O error. Each time the
 tree must be the old one or the new one once the next run has recovered, the
 run after that must converge on the new one, and nothing may be left behind.
@@ -31,10 +31,10 @@ from pathlib import Path
 import pytest
 from forked_apply import Job, forked_applies
 
-from poolc import transaction
-from poolc.apply import apply_paths
-from poolc.lock import state_lock
-from poolc.transaction import recover, write_transaction
+from poolc.commands.apply import apply_paths
+from poolc.state import transaction
+from poolc.state.lock import state_lock
+from poolc.state.transaction import recover, write_transaction
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "from poolc.cli import main; main()"]

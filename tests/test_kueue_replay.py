@@ -7,7 +7,7 @@ the default, is replayed on the same scenarios in tests/test_gate_replay.py.
 
 Each scenario is a small platform written out in full, with the text of what a
 user would do and what both the plan and the cluster must then show. The replay
-reads exactly what apply renders (poolc.runtime), not a second model of it.
+reads exactly what apply renders (poolc.commands.runtime_check), not a second model of it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from poolc.plan import _running_steps, plan_paths
-from poolc.runtime import replay, runtime_of
+from poolc.commands.planning import _running_steps, plan_paths
+from poolc.commands.runtime_check import replay, runtime_of
 
 REPO = Path(__file__).resolve().parent.parent
 

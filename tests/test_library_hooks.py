@@ -25,7 +25,7 @@ sys.excepthook, sys.unraisablehook = my_hook, my_unraisable
 atexit.register(lambda: sys.stdout.write("my atexit handler ran\\n"))
 
 import poolc
-from poolc.validate import validate_paths
+from poolc.commands.validate import validate_paths
 
 result = validate_paths([sys.argv[1]])
 print(f"validated: {len(result.config.pools)} pools, ok={result.ok}")
@@ -49,7 +49,7 @@ def test_a_program_importing_poolc_keeps_its_hooks_and_atexit_handlers():
 
 
 def test_the_console_entry_point_installs_the_ctrl_c_hooks():
-    code = ("import sys\nbefore = sys.excepthook, sys.unraisablehook\nimport poolc, poolc.validate\n"
+    code = ("import sys\nbefore = sys.excepthook, sys.unraisablehook\nimport poolc, poolc.commands.validate\n"
             "assert (sys.excepthook, sys.unraisablehook) == before\nimport poolc.console\n"
             "assert sys.excepthook is not before[0] and sys.unraisablehook is not before[1]\n"
             "import signal\nsignal.raise_signal(signal.SIGINT)\n")

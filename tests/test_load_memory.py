@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from poolc.commands.validate import validate_paths
 from poolc.config import build_config
 from poolc.load import PositionCache, load_paths, load_text, positions
 from poolc.requests import build_requests
-from poolc.validate import validate_paths
 
 PLATFORM = """\
 apiVersion: poolc/v1

@@ -120,7 +120,7 @@ def test_plans_with_the_retry_are_byte_identical_across_runs_and_hash_seeds(tmp_
 
 def test_a_plan_that_needs_no_retry_never_imports_scip():
     """pyscipopt is imported by the planner only when a retry runs."""
-    code = ("import sys; from poolc.plan import plan_paths; plan = plan_paths(['examples']).plan; "
+    code = ("import sys; from poolc.commands.planning import plan_paths; plan = plan_paths(['examples']).plan; "
             "print(plan.solver.status, 'pyscipopt' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -243,7 +243,7 @@ def test_a_state_with_a_byte_order_mark_is_read(platform):
 
 
 def test_a_held_lock_is_a_clean_refusal_naming_the_state_commands(platform):
-    from poolc.lock import state_lock
+    from poolc.state.lock import state_lock
 
     apply()
     before = Path("poolc.state.json").read_bytes()

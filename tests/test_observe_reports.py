@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support import cli
 from test_state_commands import apply, described, jobs, workload
 
-from poolc.reports import load_report
+from poolc.cluster.reports import load_report
 
 pytestmark = pytest.mark.usefixtures("platform")
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
+from poolc.commands.planning import plan_paths
+from poolc.commands.validate import validate_paths
 from poolc.kueuesim import Workload, simulate
-from poolc.plan import plan_paths
 from poolc.targets import kueue
 from poolc.targets.context import TargetContext
-from poolc.validate import validate_paths
 
 STRATEGIES = ("optimal", "zenml", "kueue")
 A100, H100 = "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"
@@ -300,8 +300,8 @@ def test_a_plan_that_sends_a_step_to_another_model_is_a_runtime_difference(tmp_p
     pending, and the difference says why."""
     import dataclasses
 
-    from poolc.plan import _running_steps
-    from poolc.runtime import replay, runtime_of
+    from poolc.commands.planning import _running_steps
+    from poolc.commands.runtime_check import replay, runtime_of
 
     monkeypatch.chdir(write(tmp_path, pipeline("train", {"h": f"{{gpu_count: 2, gpu_type: {H100}}}"})))
     result = plan_paths(["."])

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from poolc.commands.planning import plan_paths
 from poolc.domain.plan import Plan, PlanFormatError, to_json
-from poolc.plan import plan_paths
+from poolc.domain.plan_file import read_plan
 from poolc.report.plan_markdown import LIMIT, MAX_ROWS, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
@@ -233,7 +234,7 @@ def test_a_saved_plan_gives_the_same_comment(tmp_path, monkeypatch):
     """`poolc show --format markdown` reads policies and objective tiers back."""
     plan, text = comment("review", tmp_path, monkeypatch)
     saved = to_json(plan)
-    again = Plan.from_json(saved)
+    again = read_plan(saved)
     assert to_json(again) == saved and render_markdown(again) == text
     assert again.policies == plan.policies and again.solver.tiers == plan.solver.tiers
     data = json.loads(saved)
@@ -242,4 +243,4 @@ def test_a_saved_plan_gives_the_same_comment(tmp_path, monkeypatch):
                          ({**data, "solver": {**data["solver"], "tiers": data["solver"]["tiers"][1:]}},
                           "'tiers' must name every objective value")):
         with pytest.raises(PlanFormatError, match=says):
-            Plan.from_json(json.dumps(broken))
+            read_plan(json.dumps(broken))

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from poolc.commands.planning import plan_paths
+from poolc.commands.validate import validate_paths
 from poolc.domain.eligibility import eligible_policies
 from poolc.domain.plan import AllocationChanges, to_json
 from poolc.domain.problem import PolicyRule, Pool, Problem, Request, Running
-from poolc.plan import plan_paths
 from poolc.planner.assemble import inputs_digest
 from poolc.planner.explain import FinalState, binding_rule, preempted_message, queued_message, queued_reasons
 from poolc.planner.solution import Solution
 from poolc.report.plan_text import render_plan
-from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -246,7 +246,7 @@ def test_same_inputs_give_the_same_bytes(tmp_path, monkeypatch):
 
 def _subprocess_plan(root: Path, seed: str, strategy: str) -> str:
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_plan_output import greedy; "
-            "from poolc.plan import plan_paths; from poolc.domain.plan import to_json; "
+            "from poolc.commands.planning import plan_paths; from poolc.domain.plan import to_json; "
             "s = sys.argv[2]; "
             "sys.stdout.write(to_json(plan_paths(['.'], strategy=greedy if s == 'greedy' else s).plan))")
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
@@ -460,7 +460,7 @@ def test_text_plan(tmp_path, monkeypatch):
 
 
 def test_importing_the_planner_does_not_import_ortools():
-    code = ("import sys, poolc.plan, poolc.planner.assemble, poolc.state; "
+    code = ("import sys, poolc.commands.planning, poolc.planner.assemble, poolc.state.records; "
             "sys.exit('ortools' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 0
 

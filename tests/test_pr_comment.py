@@ -23,7 +23,7 @@ import pytest
 from markdown_it import MarkdownIt
 from support import cli
 
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "comments"

@@ -7,8 +7,9 @@ import json
 
 from test_kueue_replay import pipeline, policy, pool, replayed, running, write
 
-from poolc.domain.plan import Plan, to_json
-from poolc.plan import plan_paths
+from poolc.commands.planning import plan_paths
+from poolc.domain.plan import to_json
+from poolc.domain.plan_file import read_plan
 from poolc.planner import kueue
 from poolc.report.plan_markdown import render_markdown
 from poolc.report.plan_text import render_plan
@@ -50,7 +51,7 @@ def test_a_plan_whose_replay_stopped_says_so_everywhere(tmp_path, monkeypatch):
     assert all(x.cluster != "pending" for x in plan.runtime.differences)
     data = json.loads(to_json(plan))
     assert "work bound" in data["runtime"]["stopped"]
-    assert Plan.from_json(to_json(plan)).runtime == plan.runtime          # a saved plan keeps it
+    assert read_plan(to_json(plan)).runtime == plan.runtime          # a saved plan keeps it
     assert "stopped: the Kueue replay stopped at its work bound" in render_plan(plan, color=False)
     assert "The runtime check stopped: the Kueue replay stopped at its work bound" in render_markdown(plan)
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from poolc.commands.validate import validate_paths
 from poolc.model import ResourceSettings
 from poolc.requests import build_requests, demand_of
-from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 CONTEXT = REPO / "tests" / "fixtures" / "context" / "platform.yaml"

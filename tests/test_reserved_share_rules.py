@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from poolc.validate import validate_paths
+from poolc.commands.validate import validate_paths
 
 POOL = """\
 apiVersion: poolc/v1

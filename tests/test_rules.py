@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from poolc.checks import Context, registered
+from poolc.commands.validate import validate_paths
 from poolc.diagnostics import RULES
-from poolc.validate import validate_paths
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*/*.yaml"))
 # Rules no semantic check emits, and the stage that does.

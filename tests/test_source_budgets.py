@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_source_corpus import PLATFORM
 
-from poolc.validate import validate_paths
+from poolc.commands.validate import validate_paths
 
 # poolc.sources.pysource's budgets, written again (a test of the old code must import)
 MAX_SOURCE_BYTES, MAX_SOURCE_NODES, MAX_SOURCE_DEPTH = 2 * 1024 * 1024, 250_000, 200

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from poolc.commands.validate import validate_paths
 from poolc.requests import build_requests
-from poolc.validate import validate_paths
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "sources" / "corpus"
 PLATFORM = CORPUS / "platform.yaml"
@@ -95,7 +95,7 @@ def test_a_sagemaker_instance_named_in_code_is_the_training_job_and_the_placemen
     the smallest fit, ml.p3.16xlarge, 8 V100, for code that runs ml.p4d.24xlarge)."""
     import json
 
-    from poolc.plan import plan_paths
+    from poolc.commands.planning import plan_paths
     from poolc.targets import render_target
     from poolc.targets.context import TargetContext
 

@@ -109,7 +109,7 @@ def test_a_plan_error_caused_by_a_value_in_code_points_at_that_value(tmp_path: P
     accelerator at the accelerator: the lines an engineer changes, not the platform's."""
     import shutil
 
-    from poolc.validate import validate_paths
+    from poolc.commands.validate import validate_paths
 
     context = Path(__file__).resolve().parent / "fixtures" / "context" / "platform.yaml"
     root = write(tmp_path, {
@@ -145,7 +145,7 @@ def test_a_step_of_a_zenml_integration_is_named_not_dropped(tmp_path: Path):
 
 
 def test_a_config_path_in_code_and_a_zenml_config_in_spec_source_is_refused(tmp_path: Path):
-    from poolc.validate import validate_paths
+    from poolc.commands.validate import validate_paths
 
     root = write(tmp_path, {
         "steps.py": STEP,

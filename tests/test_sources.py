@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from support import cli
 
-from poolc.plan import plan_paths
+from poolc.commands.planning import plan_paths
+from poolc.commands.validate import validate_paths
 from poolc.requests import build_requests
 from poolc.sources import flyte, zenml_code, zenml_config
-from poolc.validate import validate_paths
 
 TESTS = Path(__file__).resolve().parent
 CONTEXT = TESTS / "fixtures" / "context" / "platform.yaml"

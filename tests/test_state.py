@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from test_plan_output import FILES, decided, greedy, write_platform
 
+from poolc.commands.planning import plan_paths
 from poolc.domain.naming import allocation_name
 from poolc.domain.plan import AllocationChanges
-from poolc.lock import StateLockError, state_lock
 from poolc.model import Allocation
-from poolc.plan import plan_paths
 from poolc.planner.solution import Solution
-from poolc.state import StateInputs, changes, dump_state, read_state, state_from_plan, write_state
+from poolc.state.lock import StateLockError, state_lock
+from poolc.state.records import StateInputs, changes, dump_state, read_state, state_from_plan, write_state
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -258,7 +258,7 @@ def test_lock_is_exclusive_and_released(tmp_path):
 
 def test_lock_held_by_another_process(tmp_path):
     path = str(tmp_path / "poolc.state.json")
-    code = ("import sys, time; from poolc.lock import state_lock\n"
+    code = ("import sys, time; from poolc.state.lock import state_lock\n"
             "with state_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(30)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(REPO)})

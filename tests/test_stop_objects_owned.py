@@ -7,9 +7,9 @@ from pathlib import Path
 
 from support import cli
 
+from poolc.commands.planning import load
 from poolc.inputs import problem_from_config
 from poolc.model import Allocation
-from poolc.plan import load
 
 PROD_WORKLOAD = "ml-prod/job-prod-training--train-model-953187-1a2b3"
 

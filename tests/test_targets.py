@@ -29,8 +29,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+from poolc.commands.planning import plan_paths
 from poolc.domain.naming import short_name
-from poolc.plan import plan_paths
 from poolc.targets import TARGETS, kueue, render_all, render_target
 from poolc.targets.context import TargetContext
 from poolc.targets.kubernetes import kubernetes_quantity
@@ -697,7 +697,7 @@ def test_a_context_copied_for_another_plan_or_config_renders_afresh(examples, fi
 
 def test_output_does_not_depend_on_hash_seed(files):
     script = ("import hashlib, json, sys\n"
-              "from poolc.plan import plan_paths\n"
+              "from poolc.commands.planning import plan_paths\n"
               "from poolc.targets import render_all\n"
               "result = plan_paths(['examples'])\n"
               "files = render_all(result.validation.config, result.plan)\n"

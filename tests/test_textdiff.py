@@ -1,4 +1,4 @@
-"""Minimal unified diffs (poolc.textdiff): the same changed lines as `git diff
+"""Minimal unified diffs (poolc.text.textdiff): the same changed lines as `git diff
 --no-index`, in its hunk format, where difflib can show hundreds of lines for a
 handful of changes (its junk heuristic drops frequent lines from the matching)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from poolc.textdiff import opcodes, unified_diff
+from poolc.text.textdiff import opcodes, unified_diff
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -7,9 +7,10 @@ import json
 
 from test_plan_output import write_platform
 
-from poolc.domain.plan import Plan, to_json
+from poolc.commands.planning import plan_paths
+from poolc.domain.plan import to_json
+from poolc.domain.plan_file import read_plan
 from poolc.domain.problem import Problem
-from poolc.plan import plan_paths
 from poolc.planner.solution import Solution
 from poolc.report.plan_markdown import render_markdown
 from poolc.report.plan_text import render_plan
@@ -43,7 +44,7 @@ def test_an_unproven_tier_is_named_with_its_bound_and_gap(tmp_path, monkeypatch)
         ("in-share", None, True), ("admitted", 100, True), ("preempted", 10, True), ("admitted", 10, False),
         ("arrival", None, False), ("start-rank", None, True), ("preference", None, True)]
     assert [t["gap"] for t in tiers if not t["proven"]] == [1.0, 2 / 15]
-    assert Plan.from_json(to_json(plan)).solver == plan.solver      # `poolc show` reads it back
+    assert read_plan(to_json(plan)).solver == plan.solver      # `poolc show` reads it back
     text = render_plan(plan, color=False)
     row = next(line for line in text.splitlines() if "steps admitted at priority 10 " in line)
     assert row.split()[-4:] == ["bound", "2,", "gap", "1"]

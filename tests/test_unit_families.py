@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support import cli
 
-from poolc.apply import apply_paths
+from poolc.commands.apply import apply_paths
 from poolc.domain.amounts import BINARY, DECIMAL, Units, memory_family
 
 REPO = Path(__file__).resolve().parent.parent

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from support import cli
 
-from poolc import escape
-from poolc.lock import state_lock
 from poolc.report.sarif import artifact_location
+from poolc.state.lock import state_lock
+from poolc.text import escape
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "from poolc.cli import main; main()"]
@@ -579,10 +579,10 @@ def test_windows_paths_become_file_uris_of_that_file():
 
 
 def test_a_plan_file_over_its_bound_is_refused(platform, monkeypatch):
-    import poolc.apply
+    import poolc.commands.apply
 
     assert cli("plan", "examples", "--out", "plan.json").exit_code == 0
-    monkeypatch.setattr(poolc.apply, "MAX_PLAN_BYTES", 1000)
+    monkeypatch.setattr(poolc.commands.apply, "MAX_PLAN_BYTES", 1000)
     result = cli("show", "plan.json")
     assert result.exit_code == 1 and "at most 1000 bytes" in result.stderr
 

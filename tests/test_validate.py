@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
+from poolc.commands.validate import validate_paths
 from poolc.diagnostics import RULES
 from poolc.load import MAX_FILE_BYTES
-from poolc.validate import validate_paths
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"

@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Each call is valid but for one misspelt word; the lines mypy must flag, by their marker.
 MISSPELT = '''
-from poolc.apply import apply_paths
-from poolc.plan import plan_paths
+from poolc.commands.apply import apply_paths
+from poolc.commands.planning import plan_paths
 from poolc.report import render
 from poolc.scenario.command import run_tests
 

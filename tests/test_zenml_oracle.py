@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from poolc.commands.validate import validate_paths
 from poolc.model import ResourceSettings
 from poolc.requests import build_requests, demand_of
-from poolc.validate import validate_paths
 
 TESTS = Path(__file__).resolve().parent
 ORACLE = TESTS / "oracles" / "zenml_oracle.py"

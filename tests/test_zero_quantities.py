@@ -91,8 +91,8 @@ def test_a_zero_limit_becomes_a_zero_borrowing_limit_in_kueue() -> None:
 
 
 def test_written_zeros_reach_the_problem() -> None:
+    from poolc.commands.validate import validate_paths
     from poolc.inputs import problem_from_config
-    from poolc.validate import validate_paths
 
     fixture = str(Path(__file__).parent / "fixtures" / "negative" / "r003-zero-limit-and-capacity.yaml")
     result = validate_paths([fixture])

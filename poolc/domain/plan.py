@@ -6,7 +6,7 @@ which policy, borrowing what), queued (and why) or rejected (and why); which
 running allocations are preempted and for whom; each pool's capacity, use and
 free room; the diagnostics; and the solver's verdict. The JSON is byte-identical
 for the same inputs on every run and machine: lists sorted by id/name, map keys
-sorted, no timings. ``Plan.from_json`` reads back what ``to_json`` wrote.
+sorted, no timings. ``plan_file.read_plan`` reads back what ``to_json`` wrote.
 
 ``free`` is ``capacity - used`` and may be negative: running allocations can
 already hold more than a pool's capacity; such a pool admits nothing that needs
@@ -21,8 +21,8 @@ from functools import cached_property
 from typing import Any, Literal, get_args
 
 from ..diagnostics import Diagnostic
-from ..escape import json_text
-from ..jsontext import dumps_sorted
+from ..text.escape import json_text
+from ..text.jsontext import dumps_sorted
 from ..vocabulary import Strategy, SubmitMode
 from .amounts import DEFAULT, Units
 from .change import BaseComparison
@@ -344,15 +344,6 @@ class Plan:
             **({"base": self.base.as_dict()} if self.base is not None else {}),
             **({"units": self.units.as_dict()} if self.units != DEFAULT else {}),
         }
-
-
-    @classmethod
-    def from_json(cls, data: str | Mapping[str, Any]) -> Plan:
-        """Read back what ``to_json`` wrote (a PLANFILE) through the typed model of
-        ``plan_file``; PlanFormatError says what is wrong with anything else."""
-        from .plan_file import read_plan
-
-        return read_plan(data)
 
 
 def to_json(plan: Plan) -> str:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..jsonpos import JsonScan
+from ..text.jsonpos import JsonScan
 from ..vocabulary import RequestStatus, Strategy, SubmitMode, TierKind
 from .amounts import DECIMAL, Units
 from .plan import (

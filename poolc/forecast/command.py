@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import escape
+from ..commands.planning import PlanResult
 from ..domain.plan import Plan
-from ..jsontext import dumps_sorted
-from ..plan import PlanResult
 from ..report import render
+from ..text import escape
+from ..text.jsontext import dumps_sorted
 from ..writer import read_text_or_why
 from .compare import compare
 from .compare import render_markdown as compare_markdown

@@ -10,13 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..commands.planning import PlanResult, resolve_now
 from ..diagnostics import Diagnostic, has_errors
 from ..domain.naming import allocation_name
 from ..domain.plan import ALLOCATED, QUEUED
 from ..domain.problem import Problem, Request
 from ..inputs import request_of
 from ..model import SageMakerComponent
-from ..plan import PlanResult, resolve_now
 from .costs import PRICE_TABLE_DATE, PRICE_TABLE_SOURCE, instance_prices, pool_rates, sagemaker_rate
 from .durations import SCENARIO, StepDuration, durations_of, too_long
 from .rollforward import Replan, roll_forward

@@ -4,7 +4,7 @@ for the pull-request comment (a short table near the top, the details folded).
 
 from __future__ import annotations
 
-from ..escape import md_code
+from ..text.escape import md_code
 from .summary import Forecast, Start, StepForecast, TeamForecast, start_order
 
 

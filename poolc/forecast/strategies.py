@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..commands.planning import PlanResult
+from ..commands.runtime_check import Replay, kueue_solution, running_workloads
 from ..domain.naming import local_queue_name, priority_class_name
 from ..domain.problem import Problem
 from ..kueuesim import Workload, simulate
 from ..model import KubernetesComponent
-from ..plan import PlanResult
 from ..planner import kueue as replaying
 from ..planner.solution import Solution
-from ..runtime import Replay, kueue_solution, running_workloads
 from ..targets import kubernetes, kueue
 from ..targets.context import TargetContext
 from .rollforward import Replan

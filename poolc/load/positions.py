@@ -26,7 +26,7 @@ from ruamel.yaml.events import (
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic, Path_, Span
-from ..jsonpos import nearest
+from ..text.jsonpos import nearest
 from .kinds import node_is_ours
 from .parse import Builder, Composer, Reject, compose_all
 

@@ -3,15 +3,15 @@
 The runner parses one command per line and splits properties on ``,`` and the
 message on ``::``, so values are percent-escaped the way GitHub's own toolkit does.
 The runner's legacy form ``##[`` is spelt ``#\\x23[`` as in the text output
-(``poolc.escape``), so no runner ever reads a second command out of a message.
+(``poolc.text.escape``), so no runner ever reads a second command out of a message.
 """
 
 from __future__ import annotations
 
 from poolc.diagnostics import Diagnostic
 from poolc.domain.plan import Plan
-from poolc.escape import TEXT_LIMIT, clip
 from poolc.report import ordered
+from poolc.text.escape import TEXT_LIMIT, clip
 
 
 def escape_data(text: str) -> str:

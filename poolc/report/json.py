@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 from poolc.diagnostics import Diagnostic
-from poolc.escape import json_text
 from poolc.report import ordered
+from poolc.text.escape import json_text
 
 
 def render(diagnostics: list[Diagnostic]) -> str:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from .. import escape
 from ..diagnostics import Diagnostic
 from ..domain.amounts import Units
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlanChanges, PlannedRequest
-from ..escape import md_code, md_fence, md_html
+from ..text import escape
+from ..text.escape import md_code, md_fence, md_html
 from . import consequences
 from . import plan_view as view
 from .objective import objective_rows, unproven_line
@@ -49,7 +49,7 @@ def _cell(text: object) -> str:
 
 
 def _code(text: str) -> str:
-    """Inline code that survives any run of backticks inside it (``poolc.escape``)."""
+    """Inline code that survives any run of backticks inside it (``poolc.text.escape``)."""
     return md_code(text)
 
 
@@ -352,7 +352,7 @@ def _shares(sizes: list[int], budget: int) -> list[int]:
 
 def render_markdown(plan: Plan, *, diffs: Mapping[str, str] | None = None) -> str:
     """The comment; always under GitHub's 65,536-character limit. Every string of the
-    plan is input: made inert for Markdown first (``poolc.escape.md_inert``, which
+    plan is input: made inert for Markdown first (``poolc.text.escape.md_inert``, which
     also bounds each field), the result passes the runner guard last."""
     return render_comment(plan, diffs=diffs)
 

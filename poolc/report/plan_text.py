@@ -22,9 +22,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from .. import escape
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlanChanges
+from ..text import escape
 from . import consequences
 from . import plan_view as view
 from .objective import objective_rows, proofs

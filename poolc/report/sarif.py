@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 from poolc import __version__
 from poolc.diagnostics import RULES, Diagnostic
-from poolc.escape import json_text
 from poolc.report import ordered
+from poolc.text.escape import json_text
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 # Where users learn about the tool; shown by SARIF viewers next to the tool name.

@@ -4,7 +4,7 @@ Editors and terminals turn this shape into clickable locations. The summary
 line is not part of it (see ``poolc.report.summary``).
 
 File names and messages come from the repository, so they are escaped
-(``poolc.escape.text``): a control character (a newline would start a line of its
+(``poolc.text.escape.text``): a control character (a newline would start a line of its
 own) becomes ``\\n``/``\\xNN``, ``##[`` is spelt ``#\\x23[``, and a line that would
 begin with ``::`` gets ``./`` in front, since CI runners such as GitHub Actions
 take such lines from a job's output as workflow commands. The source snippets
@@ -14,9 +14,9 @@ under each line pass the same last check (``guard_lines``).
 from __future__ import annotations
 
 from poolc.diagnostics import Diagnostic
-from poolc.escape import guard_lines, one_line, text
 from poolc.report import ordered
 from poolc.report.source import with_source
+from poolc.text.escape import guard_lines, one_line, text
 
 __all__ = ["line", "one_line", "render", "safe_file"]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..commands.planning import load
 from ..config import display_units
 from ..diagnostics import Diagnostic
 from ..domain.amounts import DEFAULT, Units
-from ..plan import load
 from ..vocabulary import Strategy
 from .bounds import Bounds, bounds_of
 from .judge import Verdict, judge

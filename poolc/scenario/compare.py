@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import escape
+from ..text import escape
 from ..writer import read_text_or_why
 from .bounds import Bounds, moved, read_bounds
 from .command import Report

@@ -11,11 +11,11 @@ import os
 import re
 from collections.abc import Iterable
 
+from ..commands.planning import load
 from ..config import Entry
 from ..forecast.make import forecast_plan
 from ..load import load_text
 from ..model import Scenario
-from ..plan import load
 from ..report import render
 from ..vocabulary import Strategy
 from .arrivals import clock

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
-from .. import __version__, escape
+from .. import __version__
 from ..report import render as render_diagnostics
+from ..text import escape
 from ..vocabulary import TestFormat
 from .command import Outcome, Report
 

@@ -10,13 +10,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..config import Entry, display_units
-from ..diagnostics import Diagnostic
-from ..domain.amounts import DEFAULT, Units
-from ..forecast.make import Arriving, forecast_plan
-from ..forecast.summary import Forecast
-from ..model import Scenario, parse_timestamp
-from ..plan import (
+from ..commands.planning import (
     PlanResult,
     Validation,
     decide,
@@ -26,7 +20,13 @@ from ..plan import (
     result_of,
     with_sections,
 )
-from ..state import StateRead, read_state
+from ..config import Entry, display_units
+from ..diagnostics import Diagnostic
+from ..domain.amounts import DEFAULT, Units
+from ..forecast.make import Arriving, forecast_plan
+from ..forecast.summary import Forecast
+from ..model import Scenario, parse_timestamp
+from ..state.records import StateRead, read_state
 from ..vocabulary import Strategy
 from .arrivals import expand, seconds
 

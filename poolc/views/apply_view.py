@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..escape import json_text
-from ..escape import text as _t
+from ..text.escape import json_text
+from ..text.escape import text as _t
 from .shown import Shown
 
 

@@ -24,9 +24,9 @@ def plan_output(result: Any, fmt: PlanFormat, quiet: bool, colour: bool, plan_js
         annotations = diagnostics_view.shown(result.plan.diagnostics_list(), fmt, quiet)
         if fmt == "sarif":
             return annotations
-        from ..escape import deep
-        from ..escape import text as _t
         from ..report.github import plan_commands
+        from ..text.escape import deep
+        from ..text.escape import text as _t
 
         return Shown(annotations.out + plan_commands(deep(result.plan, _t)), annotations.err)
     if fmt == "markdown":

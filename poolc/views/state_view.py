@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from ..domain.amounts import Units
-from ..escape import json_text
-from ..escape import text as _t
+from ..text.escape import json_text
+from ..text.escape import text as _t
 
 
 def listed_json(rows: list[dict[str, Any]]) -> str:

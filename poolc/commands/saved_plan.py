@@ -23,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from .diagnostics import report_order
-from .domain.allowed import refused_preemptions
-from .domain.eligibility import eligible_policies
-from .domain.plan import ALLOCATED, UNMANAGED, Plan
-from .plan import PlanResult, Prepared, decide, grant_positions, resolve_now, result_of, what_changes
-from .planner.solution import Solution
-from .targets.context import TargetContext
+from ..diagnostics import report_order
+from ..domain.allowed import refused_preemptions
+from ..domain.eligibility import eligible_policies
+from ..domain.plan import ALLOCATED, UNMANAGED, Plan
+from ..planner.solution import Solution
+from ..targets.context import TargetContext
+from .planning import PlanResult, Prepared, decide, grant_positions, resolve_now, result_of, what_changes
 
 STALE = "the plan was made from other inputs: {what}. Run `poolc plan --out` again (with --state {state})"
 EDITED = ("the plan file does not match what this poolc plans for the same inputs "
@@ -58,7 +58,7 @@ def forbidden_preemptions(saved: Plan, prepared: Prepared) -> str | None:
 def stale_inputs(saved: Plan, prepared: Prepared) -> str | None:
     """Why the saved plan was made from other inputs or another state, naming what
     changed; None when every per-input digest (and the inputs digest) is the same."""
-    from .planner.assemble import digest_of
+    from ..planner.assemble import digest_of
 
     if saved.inputs_digest == digest_of(prepared.digests) and (saved.inputs is None
                                                                 or dict(saved.inputs) == prepared.digests):
@@ -171,7 +171,7 @@ def apply_saved(saved: Plan, prepared: Prepared, solution: Solution, fresh: Plan
     # the diagnostics as they stand now (with their end positions, which a plan file does not keep)
     found = [*prepared.diagnostics]
     if saved.runtime is not None:
-        from .runtime import runtime_diagnostics
+        from .runtime_check import runtime_diagnostics
 
         found += runtime_diagnostics(saved.runtime, prepared.live, prepared.config)
     final = dataclasses.replace(plan, diagnostics=tuple(sorted(found, key=report_order)) + changes.refused,

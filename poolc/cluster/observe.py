@@ -1,6 +1,6 @@
 """The state as the cluster reports it: `state import` writes it, `plan --observed` plans on it.
 
-Given the state file's content and the cluster's reports (``poolc.reports``), this
+Given the state file's content and the cluster's reports (``poolc.cluster.reports``), this
 works out the state the cluster implies, without writing anything:
 
 - a step the cluster **runs** keeps (or gains) its allocation, with the cluster's
@@ -29,15 +29,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from . import diagnostics as d
-from .config import Config
-from .diagnostics import Diagnostic
-from .domain.naming import MAX_NAME, cluster_queue_name, hash_suffixed, local_queue_name, step_label
-from .model import WORKLOAD_REF, Allocation, KubernetesComponent, SageMakerComponent
+from .. import diagnostics as d
+from ..config import Config
+from ..diagnostics import Diagnostic
+from ..domain.naming import MAX_NAME, cluster_queue_name, hash_suffixed, local_queue_name, step_label
+from ..model import WORKLOAD_REF, Allocation, KubernetesComponent, SageMakerComponent
+from ..requests import StepRequest, step_inputs
+from ..state.file_format import StateFile
+from ..state.records import INPUTS_LABEL, STEP_LABEL, StateRead, format_time, new_allocation, state_dict
 from .reports import FINISHED, KUEUE, PENDING, RUNNING, SAGEMAKER, Observation, Report
-from .requests import StepRequest, step_inputs
-from .state import INPUTS_LABEL, STEP_LABEL, StateRead, format_time, new_allocation, state_dict
-from .state_file import StateFile
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Marks an allocation the import made for work poolc did not write (a foreign Workload).

@@ -11,19 +11,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from . import diagnostics as d
-from .config import Config
-from .diagnostics import Diagnostic, report_order
-from .domain.naming import local_queue_name, priority_class_name
-from .domain.plan import ALLOCATED, QUEUED, Plan, Runtime, RuntimeDifference
-from .domain.problem import Problem, Running
-from .model import KubernetesComponent
-from .planner import kueue as replaying
-from .planner.solution import Solution
-from .requests import StepRequest
-from .targets import kubernetes, kueue, stops
-from .targets.context import TargetContext
-from .vocabulary import ALL, GATE, SubmitMode
+from .. import diagnostics as d
+from ..config import Config
+from ..diagnostics import Diagnostic, report_order
+from ..domain.naming import local_queue_name, priority_class_name
+from ..domain.plan import ALLOCATED, QUEUED, Plan, Runtime, RuntimeDifference
+from ..domain.problem import Problem, Running
+from ..model import KubernetesComponent
+from ..planner import kueue as replaying
+from ..planner.solution import Solution
+from ..requests import StepRequest
+from ..targets import kubernetes, kueue, stops
+from ..targets.context import TargetContext
+from ..vocabulary import ALL, GATE, SubmitMode
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,8 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime
 
-from .domain.plan import ALLOCATED, QUEUED, Plan
-from .requests import StepRequest
+from ..domain.plan import ALLOCATED, QUEUED, Plan
+from ..requests import StepRequest
 
 
 def duration(seconds: int) -> str:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import diagnostics as d
-from .checks import Context, run_checks
-from .config import Config, ConfigBuilder
-from .diagnostics import Diagnostic, has_errors
-from .load import Document, LoadResult, PositionCache, load_paths, load_text, too_many_documents
-from .requests import StepRequest
+from .. import diagnostics as d
+from ..checks import Context, run_checks
+from ..config import Config, ConfigBuilder
+from ..diagnostics import Diagnostic, has_errors
+from ..load import Document, LoadResult, PositionCache, load_paths, load_text, too_many_documents
+from ..requests import StepRequest
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -72,7 +72,7 @@ def _poolc_table(path: Path) -> Any:
     most MAX_PYPROJECT_BYTES is read (a FIFO never blocks); a file that mentions poolc
     but cannot be read (not UTF-8, not TOML, nested too deeply) is an OptionsError,
     never silently ignored."""
-    from .writer import read_bytes
+    from ..writer import read_bytes
 
     try:
         raw = read_bytes(str(path), MAX_PYPROJECT_BYTES, follow=True)
@@ -178,7 +178,7 @@ def _load(paths: list[str], stdin: bytes | None, sink: Callable[[Document], None
     cache = PositionCache()
     if stdin is None or STDIN not in paths:
         return load_paths(paths, sink, cache)
-    from .load import MAX_DOCUMENTS, MAX_FILE_BYTES, decode, too_large
+    from ..load import MAX_DOCUMENTS, MAX_FILE_BYTES, decode, too_large
 
     index = paths.index(STDIN)
     before = load_paths(paths[:index], sink, cache)

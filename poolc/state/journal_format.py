@@ -1,4 +1,4 @@
-"""The journal's shape as a typed model (pydantic), declared once: poolc.transaction
+"""The journal's shape as a typed model (pydantic), declared once: poolc.state.transaction
 writes the journal from it (``JournalModel.to_text``) and recovery reads it back
 through it, trusting nothing else.
 
@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .diagnostics import Span
-from .jsonpos import JsonScan, error_span, where
-from .writer import UnsafePath, split_relative
+from ..diagnostics import Span
+from ..text.jsonpos import JsonScan, error_span, where
+from ..writer import UnsafePath, split_relative
 
 JournalVersion = Literal[1]
 JOURNAL_VERSION: int = get_args(JournalVersion)[0]
@@ -52,7 +52,7 @@ class _Header(BaseModel):
 
 
 class JournalModel(BaseModel):
-    """A journal as poolc.transaction writes it (the fields' order is the file's)."""
+    """A journal as poolc.state.transaction writes it (the fields' order is the file's)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 

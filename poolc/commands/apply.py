@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .diagnostics import Diagnostic
-from .vocabulary import Strategy, SubmitMode
-from .writer import remove_stale_temps
+from ..diagnostics import Diagnostic
+from ..vocabulary import Strategy, SubmitMode
+from ..writer import remove_stale_temps
 
 if TYPE_CHECKING:
-    from .domain.plan import Plan
-    from .plan import PlanResult, Prepared
-    from .transaction import Outcome
+    from ..domain.plan import Plan
+    from ..state.transaction import Outcome
+    from .planning import PlanResult, Prepared
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +92,9 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
     """(the saved plan, None) or (None, why not): what `apply --plan` and `show` read.
     A regular file of at most MAX_PLAN_BYTES, never through a symbolic link, read
     through the plan file's typed model (poolc.domain.plan_file)."""
-    from .domain.plan import Plan, PlanFormatError
-    from .domain.plan_file import problem
-    from .writer import read_bytes
+    from ..domain.plan import PlanFormatError
+    from ..domain.plan_file import problem, read_plan
+    from ..writer import read_bytes
 
     try:
         text = read_bytes(plan_file, MAX_PLAN_BYTES).decode("utf-8")
@@ -102,7 +102,7 @@ def read_plan_file(plan_file: str) -> tuple[Plan | None, str | None]:
         why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
         return None, f"cannot read plan file {plan_file}: {why}"
     try:
-        return Plan.from_json(text), None
+        return read_plan(text), None
     except PlanFormatError as exc:
         return None, problem(plan_file, exc)
 
@@ -116,9 +116,9 @@ def apply_paths(paths: Iterable[str], output_dir: str, *, state_file: str | None
     else the clock). ``submit``: "gate" (default: Jobs only for the steps the plan
     allocates, queued ones under held/kubernetes/, stop objects for its victims)
     or "all" (every Job to Kueue, which decides); a saved plan's own mode wins."""
-    from .lock import state_lock
-    from .state import DEFAULT_STATE
-    from .transaction import pending_journal, recover
+    from ..state.lock import state_lock
+    from ..state.records import DEFAULT_STATE
+    from ..state.transaction import pending_journal, recover
 
     state_path = state_file or DEFAULT_STATE
     saved = None
@@ -157,7 +157,7 @@ class _Job:
 
 def _commit(computed: Computed, output_dir: str, state_path: str) -> Outcome:
     """One transaction: the files and the state change together or not at all."""
-    from .transaction import write_transaction
+    from ..state.transaction import write_transaction
 
     previous = computed.previous_files   # as the state recorded them when apply read it (under the lock)
     remove = {path: previous[path] for path in computed.removed if path in previous}
@@ -167,7 +167,7 @@ def _commit(computed: Computed, output_dir: str, state_path: str) -> Outcome:
 def _compute(state_path: str, job: _Job) -> Computed:
     """Validate (refusing before any planning), read the state once, plan or check
     the saved plan, and work out what is stale."""
-    from .plan import SCENARIO_ONLY, load, plan_prepared, prepare, read_inputs_state
+    from .planning import SCENARIO_ONLY, load, plan_prepared, prepare, read_inputs_state
 
     validation = load(job.paths)
     if any(x.severity == "error" and x.rule not in SCENARIO_ONLY for x in validation.diagnostics):
@@ -196,17 +196,17 @@ def _compute(state_path: str, job: _Job) -> Computed:
 
 
 def _solver(strategy: Strategy, progress: Callable[[str], None] | None) -> Callable[..., Any]:
-    from .plan import load_strategy
+    from .planning import load_strategy
 
     return load_strategy("optimal" if strategy == "kueue" else strategy, progress)
 
 
 def _saved(job: _Job, prepared: Prepared) -> PlanResult | Computed:
     """The saved plan checked against the inputs and rendered without solving
-    (poolc.saved_plan); solved again only when the plan file cannot say its in-share set.
+    (poolc.commands.saved_plan); solved again only when the plan file cannot say its in-share set.
     What refuses it is a Computed that says why."""
     from . import saved_plan
-    from .plan import plan_prepared
+    from .planning import plan_prepared
 
     saved = job.saved
     assert saved is not None

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .diagnostics import Path_, Span
+from ..diagnostics import Path_, Span
 
 MAX_INT_DIGITS = 40
 

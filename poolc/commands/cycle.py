@@ -39,10 +39,10 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from .diagnostics import Diagnostic
-from .reports import PREEMPTED_TAG
-from .vocabulary import Strategy, SubmitMode
-from .writer import write_atomic
+from ..cluster.reports import PREEMPTED_TAG
+from ..diagnostics import Diagnostic
+from ..vocabulary import Strategy, SubmitMode
+from ..writer import write_atomic
 
 # Training jobs are read back this long after they last changed (a Job's TTL is 7 days):
 # long enough for a finished one to be recorded finished, without describing an
@@ -100,7 +100,7 @@ def _json(text: str, what: str) -> Any:
 
 
 def _sagemaker_regions(config: Any) -> list[str]:
-    from .model import SageMakerComponent
+    from ..model import SageMakerComponent
 
     return sorted({op.region for e in config.stacks.values() for op in e.obj.spec.step_operators
                    if isinstance(op, SageMakerComponent)})
@@ -112,7 +112,7 @@ def observe_training_jobs(tools: Tools, regions: Iterable[str], now: datetime,
     or was submitted for a step the state holds (``held``: their body names), however
     long ago it finished: that step must be recorded finished, never submitted again.
     Each with its region (DescribeTrainingJob does not say it)."""
-    from .reports import report_time
+    from ..cluster.reports import report_time
 
     found = []
     since = now - timedelta(days=RECENT_DAYS)
@@ -190,8 +190,8 @@ def _wait_free(tools: Tools, keys: set[str], say: Callable[[str], None],
 def _steps_of_allocations(state_file: str, step_ids: Iterable[str]) -> dict[str, str]:
     """Allocation name -> step id, from the state as the import left it (``spec.step``, else
     the step label apply writes)."""
-    from .domain.naming import step_label
-    from .state import STEP_LABEL, read_state
+    from ..domain.naming import step_label
+    from ..state.records import STEP_LABEL, read_state
 
     by_label = {step_label(s): s for s in step_ids}
     found = {}
@@ -204,7 +204,7 @@ def _steps_of_allocations(state_file: str, step_ids: Iterable[str]) -> dict[str,
 
 def _held_bodies(state_file: str, validation: Any) -> list[str]:
     """The body names (``TrainingJobName`` before the run id) of the steps the state holds."""
-    from .domain.naming import training_job_name
+    from ..domain.naming import training_job_name
 
     held = set(_steps_of_allocations(state_file, (r.id for r in validation.requests)).values())
     return sorted(training_job_name(step) for step in held)
@@ -249,8 +249,8 @@ def run_cycle(paths: Sequence[str], output_dir: str, *, state_file: str, strateg
               say: Callable[[str], None] = lambda line: None) -> CycleResult:
     """One cycle (module doc). Raises CycleError, having handed the cluster nothing out of turn."""
     from .apply import apply_paths
-    from .plan import resolve_now
-    from .statecmd import import_cluster
+    from .planning import resolve_now
+    from .state_command import import_cluster
     from .validate import validate_paths
 
     tools = tools or Tools(kubectl=os.environ.get("POOLC_KUBECTL", "kubectl"),

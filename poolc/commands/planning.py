@@ -5,7 +5,7 @@ The CLI (`plan`, `apply`) calls ``plan_paths`` and only renders what it returns.
 It is a row of steps that each return a value (``load``, ``read_inputs_state``,
 ``prepare``, ``decide_strategy``, ``decide``, ``replay_runtime``, ``what_changes``);
 the Plan the strategy's decisions give is completed once, at the end, and `apply
---plan` (poolc.saved_plan) reuses the steps before the solve and after it.
+--plan` (poolc.commands.saved_plan) reuses the steps before the solve and after it.
 The strategy module is imported here, on demand, so importing this module never
 imports OR-Tools.
 
@@ -29,14 +29,14 @@ from datetime import UTC, datetime
 from importlib import import_module
 from typing import Any
 
-from . import diagnostics as d
-from .config import Config, display_units
-from .diagnostics import Diagnostic, report_order
-from .domain.borrowing import grant_order
-from .domain.change import compare, state_difference
-from .domain.eligibility import check_placement, check_policy
-from .domain.naming import allocation_name, step_label
-from .domain.plan import (
+from .. import diagnostics as d
+from ..config import Config, display_units
+from ..diagnostics import Diagnostic, report_order
+from ..domain.borrowing import grant_order
+from ..domain.comparison import compare, state_difference
+from ..domain.eligibility import check_placement, check_policy
+from ..domain.naming import allocation_name, step_label
+from ..domain.plan import (
     AllocationChanges,
     External,
     FileChange,
@@ -45,13 +45,13 @@ from .domain.plan import (
     PlannedRequest,
     Runtime,
 )
-from .domain.problem import Problem, Running
-from .inputs import problem_from_config, request_of
-from .model import Allocation
-from .planner.assemble import assemble, digest_of, input_digests, inputs_digest
-from .planner.solution import Solution
-from .requests import StepRequest, step_inputs  # noqa: F401 - step_inputs kept importable from here
-from .state import (
+from ..domain.problem import Problem, Running
+from ..inputs import problem_from_config, request_of
+from ..model import Allocation
+from ..planner.assemble import assemble, digest_of, input_digests, inputs_digest
+from ..planner.solution import Solution
+from ..requests import StepRequest, step_inputs  # noqa: F401 - step_inputs kept importable from here
+from ..state.records import (
     DEFAULT_STATE,
     StateInputs,
     StateRead,
@@ -62,12 +62,12 @@ from .state import (
     state_from_plan,
     step_of,
 )
-from .targets.context import TargetContext
-from .textdiff import unified_diff
+from ..targets.context import TargetContext
+from ..text.textdiff import unified_diff
+from ..vocabulary import STRATEGIES, SubmitMode
+from ..vocabulary import Strategy as StrategyName
+from ..writer import Tree, UnsafePath, sha256_text
 from .validate import Validation, validate_paths
-from .vocabulary import STRATEGIES, SubmitMode
-from .vocabulary import Strategy as StrategyName
-from .writer import Tree, UnsafePath, sha256_text
 
 # Errors in a step that mean it can never run as written. R003/R004 are not here:
 # eligibility is decided on the Problem itself (plan.assemble).
@@ -184,7 +184,7 @@ class Prepared:
 def resolve_now(now: str | datetime | None = None) -> datetime:
     """When the apply happens: ``now`` (RFC 3339, or a datetime), else
     ``SOURCE_DATE_EPOCH`` (seconds), else the clock; whole seconds, UTC."""
-    from .model import parse_timestamp
+    from ..model import parse_timestamp
 
     if isinstance(now, datetime):
         when = now
@@ -209,7 +209,7 @@ def load_strategy(name: StrategyName | Strategy, progress: Callable[[str], None]
         return name
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    solve = import_module(f"{__package__}.planner.{name}").solve
+    solve = import_module(f"..planner.{name}", __package__).solve
     if name == "optimal":
         return lambda problem: solve(problem, progress=progress)
     return solve
@@ -296,7 +296,7 @@ def _kueue_strategy(prepared: Prepared, optimal: Strategy) -> Solution:
     """What Kueue will do: every Job waits in the queue of its first eligible
     policy, the cluster decides; steps outside Kubernetes are planned as the
     optimal strategy would, since nothing but the plan gates them."""
-    from .runtime import kueue_solution, replay
+    from .runtime_check import kueue_solution, replay
 
     problem = prepared.problem
     waiting = decide(prepared, Solution(strategy="kueue", admitted={}, status="SIMULATED"))
@@ -321,7 +321,7 @@ def plan_paths(paths: Iterable[str], *, state_file: str | None = None, strategy:
     the one the state records), to compare them with what the plan would write.
     ``now``: the start time of the allocations an apply would create. ``observed``:
     the cluster's report files; the plan starts from the state they imply
-    (poolc.observe) instead of the state file, which is not written. ``submit``:
+    (poolc.cluster.observe) instead of the state file, which is not written. ``submit``:
     how apply hands Jobs to Kueue, "gate" (only the allocated steps' Jobs, and stop
     objects for the victims) or "all" (every Job; Kueue decides).
     ``refuse_invalid``: raise InvalidConfiguration instead of planning when an
@@ -381,7 +381,7 @@ def read_inputs_state(validation: Validation, state_path: str, observed: Iterabl
     """The state a plan starts from: the state file, or what the cluster's reports imply."""
     state = read_state(state_path)
     if observed is not None and state.ok:
-        from .observe import observe_files
+        from ..cluster.observe import observe_files
 
         state = observe_files(state, list(observed), validation.config, validation.requests)
     return state
@@ -447,7 +447,7 @@ def decide(prepared: Prepared, solution: Solution) -> Plan:
 
 def replay_runtime(prepared: Prepared, decided: Plan, context: TargetContext) -> tuple[Runtime, list[Diagnostic]]:
     """The runtime section (the plan's objects replayed on the Kueue simulator) and its T-rule diagnostics."""
-    from .runtime import replay, runtime_diagnostics, runtime_of
+    from .runtime_check import replay, runtime_diagnostics, runtime_of
 
     replayed = replay(prepared.config, decided, prepared.live, prepared.problem, prepared.running, context=context)
     runtime = runtime_of(decided, replayed)
@@ -494,8 +494,8 @@ def _victim_policies(problem: Problem) -> dict[str, str]:
 
 
 def _external(allocations: Iterable[Allocation]) -> tuple[External, ...]:
-    """The state's allocations of foreign work (poolc.observe), for the plan to list."""
-    from .observe import EXTERNAL_LABEL, POLICY_LABEL
+    """The state's allocations of foreign work (poolc.cluster.observe), for the plan to list."""
+    from ..cluster.observe import EXTERNAL_LABEL, POLICY_LABEL
 
     return tuple(External(a.metadata.name, a.metadata.labels.get(POLICY_LABEL, "?"), a.spec.pool, dict(a.spec.holds))
                  for a in sorted(allocations, key=lambda a: a.metadata.name) if a.metadata.labels.get(EXTERNAL_LABEL))
@@ -566,8 +566,8 @@ def what_changes(plan: Plan, prepared: Prepared, *, output_dir: str | None, now:
     record and, where the output directory is known, the files on disk (each read
     once, kept in ``on_disk``): the files, diffs and new state. ``grants``: request
     id -> its place among the new grants."""
-    from .model import KINDS
-    from .targets import render_all
+    from ..model import KINDS
+    from ..targets import render_all
 
     config, previous_state = prepared.validation.config, prepared.state
     released = sorted(prepared.released)
@@ -640,7 +640,7 @@ def restarted_jobs(plan: Plan, context: TargetContext, files: Mapping[str, str],
     of its spec (targets/kubernetes.py), so a new name is a new Job: `kubectl apply
     --prune` deletes the old one, which stops the running pod. ``on_disk``: the files
     read from the output directory, None when it is not known."""
-    from .targets.kubernetes import job_paths
+    from ..targets.kubernetes import job_paths
 
     restarted, unknown = [], []
     paths = job_paths(context)

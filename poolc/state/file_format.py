@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
 
-from . import diagnostics as d
-from .diagnostics import Diagnostic
+from .. import diagnostics as d
+from ..diagnostics import Diagnostic
 
 StateVersion = Literal[1]
 FORMAT_VERSION: int = get_args(StateVersion)[0]

@@ -14,7 +14,7 @@ wall-clock time would make every `apply` produce a different state (so
 real start time may add it.
 
 Writes are atomic (poolc.writer) and guarded by ``<state>.lock``: see
-``poolc.lock.state_lock``.
+``poolc.state.lock.state_lock``.
 """
 
 from __future__ import annotations
@@ -27,18 +27,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from . import API_VERSION, jsonpos, state_file
-from . import diagnostics as d
-from .config import Config, build_config
-from .diagnostics import Diagnostic
-from .domain.naming import allocation_name, step_label
-from .domain.plan import ALLOCATED, Plan
-from .jsonpos import JsonScan
-from .jsontext import dumps_sorted
-from .load import Document, Span
-from .model import Allocation
-from .state_file import StateFile
-from .writer import read_bytes, write_atomic
+from .. import API_VERSION
+from .. import diagnostics as d
+from ..config import Config, build_config
+from ..diagnostics import Diagnostic
+from ..domain.naming import allocation_name, step_label
+from ..domain.plan import ALLOCATED, Plan
+from ..load import Document, Span
+from ..model import Allocation
+from ..text import jsonpos
+from ..text.jsonpos import JsonScan
+from ..text.jsontext import dumps_sorted
+from ..writer import read_bytes, write_atomic
+from . import file_format as state_file
+from .file_format import StateFile
 
 FORMAT_VERSION = state_file.FORMAT_VERSION
 DEFAULT_STATE = "poolc.state.json"
@@ -74,7 +76,7 @@ class StateRead(NamedTuple):
     digest: str | None
     diagnostics: list[Diagnostic]
     # Allocations given in the config files that an applied plan preempted: they no
-    # longer run, although the files still list them (see poolc/plan.py).
+    # longer run, although the files still list them (see poolc/commands/planning.py).
     preempted: list[str] = []
     missing: bool = False               # no state file at that path (an empty state)
     # Steps `poolc state rm` released as finished: step label (naming.step_label) ->
@@ -179,7 +181,7 @@ def _parse(path: str, text: str) -> StateRead:
 
 
 def _interpret(path: str, root: dict, scan: JsonScan | None) -> StateRead:
-    """The state's content, checked through its model (poolc.state_file); without
+    """The state's content, checked through its model (poolc.state.file_format); without
     ``scan`` every diagnostic is at 1:1 (the caller then reads again with the positions)."""
     top = Document(path, 0, root, scan.values[()] if scan else (1, 1, 1, 1),
                    scan.keys if scan else {}, scan.values if scan else {})
@@ -352,7 +354,7 @@ def dump_state(state: StateFile | Mapping) -> str:
 
 
 def write_state(path: str, state: StateFile | Mapping) -> None:
-    """Replace the state file atomically. Hold ``poolc.lock.state_lock(path)`` around the whole
+    """Replace the state file atomically. Hold ``poolc.state.lock.state_lock(path)`` around the whole
     read-plan-write cycle, not just this call, so no other apply interleaves."""
     write_atomic(path, dump_state(state))
 

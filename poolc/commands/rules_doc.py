@@ -1,6 +1,6 @@
 """Render the rule table (docs/rules.md) from the registry, so the docs cannot drift.
 
-Run `python -m poolc.rules_doc > docs/rules.md`; tests/test_docs.py fails when
+Run `python -m poolc.commands.rules_doc > docs/rules.md`; tests/test_docs.py fails when
 the committed table is stale.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .diagnostics import RULES
+from ..diagnostics import RULES
 
 _FAMILIES = {
     "yaml": "Reading YAML (the loader's guards)",
@@ -43,7 +43,7 @@ def render() -> str:
     return "\n".join(lines)
 
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "negative"
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "negative"
 _EXPECT = re.compile(r"^# expect: (\d+):(\d+) (error|warning) ([A-Z]\d{3})\s*$", re.M)
 CONTEXT_LINES = 3
 
@@ -72,7 +72,7 @@ def _example(rule_id: str) -> list[str]:
 def _rule_sections() -> list[str]:
     """One section per rule: what it means, the checks that emit it (their
     docstrings are the rule's documentation), and an example from the fixtures."""
-    from .checks import registered
+    from ..checks import registered
 
     checks = registered()
     lines = ["## Every rule", ""]

@@ -13,7 +13,7 @@ validated: a malformed one (``spec: null``, ``podSets: 5``, a ``conditions``
 object, ``TrainingJobStatus: null``, a timestamp without a time zone or outside
 1970-9999) is an error at the entry's position, naming the file and the entry's
 index and name; an entry listed twice is an error too. Nothing here decides what
-the state becomes (``poolc.observe`` does); this module only turns bytes into
+the state becomes (``poolc.cluster.observe`` does); this module only turns bytes into
 ``Observation`` values or diagnostics.
 """
 
@@ -27,11 +27,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from . import diagnostics as d
-from .diagnostics import Diagnostic
-from .jsonpos import JsonScan, bounded_int
-from .kueuesim.quantity import parse_quantity
-from .model import MAX_INT
+from .. import diagnostics as d
+from ..diagnostics import Diagnostic
+from ..kueuesim.quantity import parse_quantity
+from ..model import MAX_INT
+from ..text.jsonpos import JsonScan, bounded_int
 
 KUEUE, SAGEMAKER = "kueue", "sagemaker"
 RUNNING, FINISHED, PENDING = "running", "finished", "pending"
@@ -226,7 +226,7 @@ def _read_bytes(path: str) -> bytes:
     """A regular file's bytes, bounded, never through a symbolic link: the one reader of
     plans and reports (poolc.writer.read_bytes); a FIFO, device, directory or link is an
     OSError, not a hang or another file's content."""
-    from .writer import read_bytes
+    from ..writer import read_bytes
 
     return read_bytes(path, MAX_REPORT_BYTES)
 

@@ -42,9 +42,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from . import signals
-from .journal_file import BadJournal, EntryModel, JournalModel, read_journal
-from .writer import Tree, UnsafePath, check_replaceable, read_bytes, sha256_text, split_relative, write_new
+from .. import signals
+from ..writer import Tree, UnsafePath, check_replaceable, read_bytes, sha256_text, split_relative, write_new
+from .journal_format import BadJournal, EntryModel, JournalModel, read_journal
 
 MAX_JOURNAL_BYTES = 16 << 20   # a journal names each file once: far below this
 _TEMP = re.compile(r"\.poolc-[0-9a-f]{16}-\d+\.(tmp|bak)")
@@ -70,7 +70,7 @@ def _point(label: str) -> None:
 
 # --- the journal ---------------------------------------------------------------------------
 
-# The journal's one declaration is its typed model (poolc.journal_file): written and read through it.
+# The journal's one declaration is its typed model (poolc.state.journal_format): written and read through it.
 Entry = EntryModel
 Journal = JournalModel
 
@@ -84,7 +84,7 @@ def journal_path(state_path: str) -> str:
 
 
 def _parse_journal(path: str, text: str) -> Journal:
-    """The journal in ``text`` (read through its model, poolc.journal_file); JournalError
+    """The journal in ``text`` (read through its model, poolc.state.journal_format); JournalError
     names what is wrong at its line and column."""
     try:
         model = read_journal(text)

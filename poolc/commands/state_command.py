@@ -7,8 +7,8 @@
 - ``rerun NAME...``: forget that steps finished, so they are planned (and run) again.
 - ``import``: make the state what the cluster reports: Kueue Workloads (``kubectl
   get workloads.kueue.x-k8s.io -A -o json``) and SageMaker training jobs (``aws
-  sagemaker describe-training-job`` outputs), read by ``poolc.reports`` and turned
-  into a state by ``poolc.observe`` (running work keeps its real start time,
+  sagemaker describe-training-job`` outputs), read by ``poolc.cluster.reports`` and turned
+  into a state by ``poolc.cluster.observe`` (running work keeps its real start time,
   finished work is recorded finished, evicted work waits again, foreign Workloads
   in poolc's queues count). Malformed entries are diagnostics, and an import with
   any error changes nothing.
@@ -23,11 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diagnostics import Diagnostic
-from .domain.naming import allocation_name, step_label
-from .lock import state_lock
-from .state import INPUTS_LABEL, STEP_LABEL, StateRead, dump_state, read_state, state_dict
-from .writer import write_atomic
+from ..diagnostics import Diagnostic
+from ..domain.naming import allocation_name, step_label
+from ..state.lock import state_lock
+from ..state.records import INPUTS_LABEL, STEP_LABEL, StateRead, dump_state, read_state, state_dict
+from ..writer import write_atomic
 
 
 @dataclass
@@ -133,9 +133,9 @@ def rerun(path: str, names: Iterable[str]) -> StateChange:
 
 def import_cluster(paths: Iterable[str], state_path: str, *, kueue: str | None = None,
                    sagemaker: str | None = None, allow_empty: bool = False) -> StateChange:
-    """Refresh the state from the cluster's reports (poolc.observe); any error changes nothing."""
-    from .observe import observe
-    from .reports import KUEUE, SAGEMAKER, load_report
+    """Refresh the state from the cluster's reports (poolc.cluster.observe); any error changes nothing."""
+    from ..cluster.observe import observe
+    from ..cluster.reports import KUEUE, SAGEMAKER, load_report
     from .validate import validate_paths
 
     change = StateChange()
