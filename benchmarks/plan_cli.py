@@ -64,23 +64,34 @@ def timed(module, name, label):
             stages[label] = stages.get(label, 0.0) + time.perf_counter() - t
             cpu[label] = cpu.get(label, 0.0) + time.process_time() - c
     setattr(module, name, wrapper)
-import poolc.commands.planning as P
+import importlib, poolc
+def first(*names):
+    # a module by its name in this tree or an older one's (#43 moved them): the first
+    # name whose file is in the tree on PYTHONPATH (an editable install of another tree
+    # would otherwise answer for a package this one lacks)
+    root = os.path.dirname(poolc.__file__)
+    for name in names:
+        if os.path.exists(os.path.join(root, *name.split(".")[1:]) + ".py"):
+            return importlib.import_module(name)
+    raise ModuleNotFoundError(names[0])
+P = first("poolc.commands.planning", "poolc.plan")
 import poolc.domain.plan as DP
 import poolc.load as L
 import poolc.config as C
 import poolc.checks as K
 stages["import"], cpu["import"] = time.perf_counter() - t_start, time.process_time() - c_start
 timed(L, "load_paths", "load")
-timed(sys.modules["poolc.commands.validate"], "load_paths", "load")
+V = first("poolc.commands.validate", "poolc.validate")
+timed(V, "load_paths", "load")
 timed(C.ConfigBuilder, "add", "schema")   # validate builds models file by file, inside load_paths
-timed(sys.modules["poolc.commands.validate"], "run_checks", "checks")
+timed(V, "run_checks", "checks")
 timed(P, "problem_from_config", "problem")
 timed(P, "assemble", "assemble")
 timed(P, "inputs_digest", "digest")
 timed(P, "input_digests", "digest")
 timed(P, "state_from_plan", "state")
 timed(P, "what_changes", "changes")   # rendering the target files and diffing them
-import poolc.commands.runtime_check as RT
+RT = first("poolc.commands.runtime_check", "poolc.runtime")
 timed(RT, "replay", "runtime")         # the runtime check: the plan replayed on the Kueue simulator
 timed(DP, "to_json", "json")   # the CLI imports it at call time
 import poolc.planner.cpsat as CS   # deterministic time of every CP-SAT solve, summed
