@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trees import poolc_tree  # benchmarks/trees.py
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Runs in the child, with the poolc under test first on sys.path.
@@ -89,16 +91,6 @@ print(json.dumps(out))
 """
 
 
-def _checkout(rev: str, work: Path) -> Path:
-    """The poolc of git revision ``rev``, exported under ``work``."""
-    target = work / f"code-{rev.replace('/', '-')}"
-    target.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "poolc"],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
-
-
 def measure(code: Path, seed: int, requests: int, horizons: list[str], strategy: str, check_full: bool) -> dict:
     args = {"seed": seed, "requests": requests, "horizons": horizons, "strategy": strategy, "check_full": check_full}
     env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{REPO / 'benchmarks'}"}
@@ -128,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as work:
         codes = [("after", REPO)]
         if args.baseline:
-            codes.insert(0, ("before", _checkout(args.baseline, Path(work))))
+            codes.insert(0, ("before", poolc_tree(args.baseline, Path(work))))
         for requests in (int(n) for n in args.requests.split(",")):
             for which, code in codes:
                 full = args.check_full and which == "after"

@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from gen_redteam import make_redteam  # noqa: E402
 from plan_scale import make_problem, seed_range  # noqa: E402
+from trees import poolc_tree  # noqa: E402
 
 from poolc.domain.problem import Problem, Request  # noqa: E402
 
@@ -293,18 +294,6 @@ def _compile_once(code: Path = REPO) -> None:
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def _checkout(rev: str, work: Path) -> Path:
-    """The poolc of git revision ``rev`` (e.g. ``main``), exported under ``work``:
-    the "before" of a side-by-side run."""
-    target = work / f"code-{rev.replace('/', '-')}"
-    if not (target / "poolc").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "poolc"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
-
-
 def _caps(text: str) -> dict[int, int]:
     """'10000:3,20000:1' -> at most 3 seeds above 10,000 requests... (size -> seeds)."""
     return {int(k): int(v) for k, v in (p.split(":") for p in text.split(",") if p)}
@@ -341,7 +330,7 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
     seeds, caps = seed_range(args.seeds), _caps(args.seeds_at)
     codes = [("after" if args.baseline else "", REPO)]
     if args.baseline:
-        codes.insert(0, ("before", _checkout(args.baseline, work)))
+        codes.insert(0, ("before", poolc_tree(args.baseline, work)))
     for _, code in codes:
         _compile_once(code)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; instances in {work}"

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from trees import poolc_tree  # benchmarks/trees.py
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TARGET = 0.25
@@ -68,18 +70,6 @@ def measure(argv: list[str], env: dict[str, str], repeat: int) -> dict:
         codes.add(code)
     return {"wall": statistics.median(walls), "best": min(walls), "cpu": statistics.median(cpus),
             "cpu_best": min(cpus), "codes": sorted(codes), "load": load_average()}
-
-
-def poolc_tree(where: str, work: Path) -> Path:
-    """A directory holding a `poolc/` package: ``where`` itself, or git revision ``where`` exported."""
-    if (Path(where) / "poolc" / "__init__.py").is_file():
-        return Path(where).resolve()
-    target = work / f"code-{where.replace('/', '-')}"
-    target.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", where, "poolc"],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
 
 
 def main() -> None:
