@@ -41,8 +41,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from plan_cli import _bytecode_env, _checkout, _compile_once, write_instance  # noqa: E402
+from plan_cli import _bytecode_env, _compile_once, write_instance  # noqa: E402
 from plan_scale import make_problem  # noqa: E402
+from trees import poolc_tree  # noqa: E402
 
 from poolc.domain.eligibility import eligible_policies  # noqa: E402
 from poolc.domain.problem import Problem  # noqa: E402
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace, work: Path) -> None:
     platform = work / "platform"
     if not (platform / "platform.yaml").exists():
         write_instance(admissible(make_problem(args.seed, n_requests=args.requests), not args.no_reserve), platform)
-    codes = [("before", _checkout(args.baseline, work)), ("after", REPO)]
+    codes = [("before", poolc_tree(args.baseline, work)), ("after", REPO)]
     for _, code in codes:
         _compile_once(code)
     print(f"{'strategy':<8} {'run':<6} {'code':<7} {'exit':>4} {'cpu s':>7} {'solver':>6}  output")

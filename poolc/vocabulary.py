@@ -26,6 +26,10 @@ ALL: Final = "all"
 RequestStatus = Literal["allocated", "queued", "rejected"]
 REQUEST_STATUSES: Final[tuple[RequestStatus, ...]] = get_args(RequestStatus)
 
+# What a change does to an input or a generated file (`plan`'s changes and `--base`), and to the state file.
+ChangeAction = Literal["create", "update", "delete"]
+StateAction = Literal["create", "update"]
+
 # The optimal objective's tiers, by what they count (docs/planning.md#tiers).
 TierKind = Literal["in-share", "admitted", "preempted", "arrival", "start-rank", "preference"]
 TIER_KINDS: Final[tuple[TierKind, ...]] = get_args(TierKind)

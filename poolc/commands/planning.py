@@ -64,7 +64,7 @@ from ..state.records import (
 )
 from ..targets.context import TargetContext
 from ..text.textdiff import unified_diff
-from ..vocabulary import STRATEGIES, SubmitMode
+from ..vocabulary import STRATEGIES, StateAction, SubmitMode
 from ..vocabulary import Strategy as StrategyName
 from ..writer import Tree, UnsafePath, sha256_text
 from .validate import Validation, validate_paths
@@ -118,7 +118,7 @@ class PlanResult:
     files: dict[str, str] = field(default_factory=dict)   # what apply would write: relative path -> text
     output_dir: str | None = None       # where the generated files live, when known
     state_text: str = ""                # the new state file's bytes
-    state_action: str | None = None     # create | update | None (unchanged)
+    state_action: StateAction | None = None   # None: unchanged
     diffs: dict[str, str] = field(default_factory=dict)   # path -> unified diff, for files known on disk
     # path -> its text in the output directory as read (None: absent, or not a regular
     # file), so apply compares with it instead of reading every file again
@@ -555,7 +555,7 @@ class Changes:
     files: dict[str, str]               # relative path -> text
     output_dir: str | None              # where the generated files live, when known
     state_text: str                     # the new state file's bytes
-    state_action: str | None            # create | update | None (unchanged)
+    state_action: StateAction | None    # None: unchanged
     diffs: dict[str, str]               # path -> unified diff, for files known on disk
     on_disk: dict[str, str | None]      # path -> its text in the output directory as read
 
@@ -617,7 +617,8 @@ def what_changes(plan: Plan, prepared: Prepared, *, output_dir: str | None, now:
         output_dir=relative_out.replace(os.sep, "/") if relative_out else None))
     state_text = dump_state(state)
     current = previous_state.text   # the state file as plan_paths read it: not read again
-    state_action = None if current == state_text else ("update" if current is not None else "create")
+    state_action: StateAction | None = None if current == state_text else (
+        "update" if current is not None else "create")
     allocations = changes(prepared.previous + [a for a in previous_state.allocations if a.metadata.name in released],
                           state.allocations, released)
     restarted, unknown = restarted_jobs(plan, context, files, on_disk_texts if tree is not None else None,

@@ -17,96 +17,73 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+
+from ..vocabulary import ChangeAction
 
 ABSENT = "absent"        # a step's status in a plan that does not have it
+
+Str = Annotated[str, Field(strict=True)]
+Int = Annotated[int, Field(strict=True, ge=-10**18, le=10**18)]
+Names = tuple[Str, ...]
 
 
 @dataclass(frozen=True)
 class InputChange:
-    kind: str
-    name: str
-    change: str                                   # create | update | delete
-    fields: Mapping[str, tuple[Any, Any]]         # dotted path -> (old, new); None for a side without it
-
-    def as_dict(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "change": self.change,
-                "fields": {k: list(v) for k, v in self.fields.items()}}
+    kind: Str
+    name: Str
+    change: ChangeAction
+    fields: Mapping[Str, tuple[Any, Any]]         # dotted path -> (old, new); None for a side without it
 
 
 @dataclass(frozen=True)
 class StepChange:
-    id: str
-    base: str             # allocated | queued | rejected | absent
-    head: str
-
-    def as_dict(self) -> dict:
-        return {"id": self.id, "base": self.base, "head": self.head}
+    id: Str
+    base: Str             # allocated | queued | rejected | absent
+    head: Str
 
 
 @dataclass(frozen=True)
 class PolicyChange:
-    name: str
-    admitted: tuple[int, int]
-    queued: tuple[int, int]
-    preempted: tuple[int, int]
+    name: Str
+    admitted: tuple[Int, Int]
+    queued: tuple[Int, Int]
+    preempted: tuple[Int, Int]
 
-    def as_dict(self) -> dict:
-        return {"name": self.name, "admitted": list(self.admitted), "queued": list(self.queued),
-                "preempted": list(self.preempted)}
+
+@dataclass(frozen=True)
+class Moves:
+    """Running allocations a change adds to a list the base plan has, and takes from it."""
+
+    added: Names = ()
+    removed: Names = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
 
 
 @dataclass(frozen=True)
 class BaseComparison:
-    """The plan's ``base`` section."""
+    """The plan's ``base`` section (declared once: the plan file's adapter writes and
+    reads it, domain/plan.py)."""
 
-    inputs_digest: str                            # the base plan's
+    inputs_digest: Str                            # the base plan's
     inputs: tuple[InputChange, ...] = ()          # sorted by kind, name
     steps: tuple[StepChange, ...] = ()            # sorted by id
-    preempted_added: tuple[str, ...] = ()         # running allocations this change preempts
-    preempted_removed: tuple[str, ...] = ()       # ... the base preempted and this change does not
+    preempted: Moves = Moves()                    # running allocations this change preempts, or no longer does
     policies: tuple[PolicyChange, ...] = ()       # sorted by name
-    ends_added: tuple[str, ...] = ()              # running allocations this change stops or restarts otherwise
-    ends_removed: tuple[str, ...] = ()            # ... the base stopped or restarted and this change does not
+    ends: Moves = Moves()                         # running allocations this change stops or restarts otherwise
 
     @property
     def no_effect(self) -> bool:
         """The change leaves the plan as the base branch's: nothing to review."""
-        return not (self.inputs or self.steps or self.preempted_added or self.preempted_removed or self.policies
-                    or self.ends_added or self.ends_removed)
+        return not (self.inputs or self.steps or self.preempted or self.policies or self.ends)
 
-    def as_dict(self) -> dict:
-        found = {"inputs_digest": self.inputs_digest, "inputs": [x.as_dict() for x in self.inputs],
-                 "steps": [x.as_dict() for x in self.steps],
-                 "preempted": {"added": list(self.preempted_added), "removed": list(self.preempted_removed)},
-                 "policies": [x.as_dict() for x in self.policies]}
-        if self.ends_added or self.ends_removed:
-            found["ends"] = {"added": list(self.ends_added), "removed": list(self.ends_removed)}
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        found = handler(self)
+        if not self.ends:    # a base plan file from before the section reads the same
+            del found["ends"]
         return found
-
-
-def from_dict(data: Any) -> BaseComparison | None:
-    """Read a saved plan's ``base`` back; None when it is not one."""
-    if not isinstance(data, dict) or not isinstance(data.get("inputs_digest"), str):
-        return None
-    try:
-        preempted = data.get("preempted") or {}
-        return BaseComparison(
-            inputs_digest=data["inputs_digest"],
-            inputs=tuple(InputChange(str(x["kind"]), str(x["name"]), str(x["change"]),
-                                     {str(k): (v[0], v[1]) for k, v in dict(x.get("fields") or {}).items()})
-                         for x in data.get("inputs") or []),
-            steps=tuple(StepChange(str(x["id"]), str(x["base"]), str(x["head"])) for x in data.get("steps") or []),
-            preempted_added=tuple(str(x) for x in preempted.get("added") or []),
-            preempted_removed=tuple(str(x) for x in preempted.get("removed") or []),
-            policies=tuple(PolicyChange(str(x["name"]), _pair(x["admitted"]), _pair(x["queued"]),
-                                        _pair(x["preempted"])) for x in data.get("policies") or []),
-            ends_added=tuple(str(x) for x in (data.get("ends") or {}).get("added") or []),
-            ends_removed=tuple(str(x) for x in (data.get("ends") or {}).get("removed") or []))
-    except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError):
-        return None
-
-
-def _pair(value: Any) -> tuple[int, int]:
-    old, new = value
-    return int(old), int(new)

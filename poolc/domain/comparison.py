@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .change import ABSENT, BaseComparison, InputChange, PolicyChange, StepChange
+from ..vocabulary import ChangeAction
+from .change import ABSENT, BaseComparison, InputChange, Moves, PolicyChange, StepChange
 from .naming import allocation_name
 from .plan import Plan
 
@@ -40,11 +41,13 @@ def compare(base: Plan, head: Plan, victim_policy: Callable[[str], str | None] =
         inputs_digest=base.inputs_digest,
         inputs=_inputs(base, head),
         steps=_steps(base, head),
-        preempted_added=tuple(sorted({p.id for p in head.preempted} - {p.id for p in base.preempted})),
-        preempted_removed=tuple(sorted({p.id for p in base.preempted} - {p.id for p in head.preempted})),
+        preempted=_moves({p.id for p in base.preempted}, {p.id for p in head.preempted}),
         policies=_policies(base, head, victim_policy),
-        ends_added=tuple(sorted(_ends(head) - _ends(base))),
-        ends_removed=tuple(sorted(_ends(base) - _ends(head))))
+        ends=_moves(_ends(base), _ends(head)))
+
+
+def _moves(base: set[str], head: set[str]) -> Moves:
+    return Moves(added=tuple(sorted(head - base)), removed=tuple(sorted(base - head)))
 
 
 def _ends(plan: Plan) -> set[str]:
@@ -100,7 +103,7 @@ def _inputs(base: Plan, head: Plan) -> tuple[InputChange, ...]:
         if before.get(key) == after.get(key):
             continue
         kind, _, name = key.partition("/")
-        change = "create" if key not in before else "delete" if key not in after else "update"
+        change: ChangeAction = "create" if key not in before else "delete" if key not in after else "update"
         changes.append(InputChange(kind, name, change, _fields(kind, name, base, head)))
     return tuple(changes)
 

@@ -1,12 +1,21 @@
 """The Plan: the typed value every later stage takes (apply, the state, the targets
-and every renderer), and its JSON form (`poolc plan --format json`, the PLANFILE).
+and every renderer), declared once for its JSON form too (`poolc plan --format
+json`, the PLANFILE).
 
 A plan says, for every step, whether it is allocated (on which pool, through
 which policy, borrowing what), queued (and why) or rejected (and why); which
 running allocations are preempted and for whom; each pool's capacity, use and
-free room; the diagnostics; and the solver's verdict. The JSON is byte-identical
-for the same inputs on every run and machine: lists sorted by id/name, map keys
-sorted, no timings. ``plan_file.read_plan`` reads back what ``to_json`` wrote.
+free room; the diagnostics; and the solver's verdict.
+
+Each record below is the one declaration of its part of the plan file: the
+planner builds it as a plain frozen dataclass (no validation cost on 50,000
+requests), and ``PLAN_FILE``, a pydantic TypeAdapter over the same classes,
+writes it and reads it back. What the file holds beyond the fields (a request's
+team, a tier's proof, the runtime's verdict) is computed by the record's own
+serializer; what a file says is checked by the field's type (integers within
+±10^18, closed vocabularies, strict strings) and the record's validators. The
+JSON is byte-identical for the same inputs on every run and machine: lists
+sorted by id/name, map keys sorted, no timings.
 
 ``free`` is ``capacity - used`` and may be negative: running allocations can
 already hold more than a pool's capacity; such a pool admits nothing that needs
@@ -17,48 +26,83 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Literal, get_args
+from functools import cache, cached_property
+from typing import Annotated, Any, Final, Literal, get_args
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+    model_validator,
+)
+from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
 
 from ..diagnostics import Diagnostic
 from ..text.escape import json_text
 from ..text.jsontext import dumps_sorted
-from ..vocabulary import Strategy, SubmitMode
-from .amounts import DEFAULT, Units
+from ..vocabulary import ChangeAction, RequestStatus, Severity, StateAction, Strategy, SubmitMode, TierKind
+from .amounts import DECIMAL, DEFAULT, Units
 from .change import BaseComparison
 from .naming import allocation_name
 
-# The plan file's version and vocabularies, each declared once: the typed model a plan
-# file is read through (plan_file) takes these types, the writers these values.
+# The plan file's version and vocabularies, each declared once.
 PlanVersion = Literal[1]
 FORMAT_VERSION: int = get_args(PlanVersion)[0]
-ALLOCATED, QUEUED, REJECTED = "allocated", "queued", "rejected"
-STATUSES = (ALLOCATED, QUEUED, REJECTED)
+ALLOCATED: Final = "allocated"
+QUEUED: Final = "queued"
+REJECTED: Final = "rejected"
+STATUSES: Final[tuple[RequestStatus, ...]] = (ALLOCATED, QUEUED, REJECTED)
 UNMANAGED = "UNMANAGED"
+
+# What a plan file may hold: every integer within ±10^18 (a huge ``used`` would overflow
+# the comment's bars), strings and flags as themselves (no "3" for 3, no 1 for true).
+MAX_VALUE = 10**18
+Int = Annotated[int, Field(strict=True, ge=-MAX_VALUE, le=MAX_VALUE)]
+Ints = Mapping[str, Int]
+Str = Annotated[str, Field(strict=True)]
+Flag = Annotated[bool, Field(strict=True)]
+Names = tuple[Str, ...]
 
 
 class PlanFormatError(ValueError):
     """A plan file that is not a plan this poolc wrote; the message says what is wrong."""
 
 
+def _without(found: dict[str, Any], **defaults: Any) -> dict[str, Any]:
+    """``found`` less the keys whose value is the given default: the file leaves out an
+    optional field that is not set, so a plan that uses nothing new reads as before."""
+    for key, default in defaults.items():
+        if found.get(key) == default:
+            del found[key]
+    return found
+
+
+def _not_read(_: object) -> None:
+    """A field the planner sets and the file never carries: a value in a file is dropped."""
+    return None
+
+
 @dataclass(frozen=True)
 class PlannedRequest:
-    id: str
-    requester: str | None
-    preemptible: bool
-    demand: Mapping[str, int]
-    status: str                       # allocated | queued | rejected
-    pool: str | None
-    policy: str | None
-    borrowed: Mapping[str, int]
-    reason: str | None                # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
-    message: str
-    running: str | None = None        # the allocation that already runs this step (not in the JSON)
+    id: Str
+    requester: Str | None
+    preemptible: Flag
+    demand: Ints
+    status: RequestStatus
+    pool: Str | None
+    policy: Str | None
+    borrowed: Ints
+    reason: Str | None                # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
+    message: Str
+    # the allocation that already runs this step (the forecast's; not in the file)
+    running: Annotated[str | None, Field(exclude=True), AfterValidator(_not_read)] = None
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "requester": self.requester, "preemptible": self.preemptible,
-                "demand": dict(self.demand), "status": self.status, "pool": self.pool, "policy": self.policy,
-                "borrowed": dict(self.borrowed), "reason": self.reason, "message": self.message}
+        return _record(PlannedRequest).dump_python(self, mode="json")
 
 
 @dataclass(frozen=True)
@@ -66,43 +110,49 @@ class External:
     """A running allocation of work poolc did not write (a foreign Kueue Workload),
     counted against its queue's policy and pool."""
 
-    name: str
-    policy: str
-    pool: str
-    holds: Mapping[str, int]
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "policy": self.policy, "pool": self.pool, "holds": dict(self.holds)}
+    name: Str
+    policy: Str
+    pool: Str
+    holds: Ints
 
 
 @dataclass(frozen=True)
 class Preemption:
-    id: str                           # the running allocation's name
-    pool: str
-    for_: tuple[str, ...]             # request ids it makes room for, sorted
-    message: str
-    workload: str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
-    subject: str | None = None        # the component it runs under: the team of work that is no step's
+    id: Str                           # the running allocation's name
+    pool: Str
+    for_: Annotated[Names, Field(alias="for")]    # request ids it makes room for, sorted
+    message: Str
+    workload: Str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
+    subject: Str | None = None        # the component it runs under: the team of work that is no step's
 
-    def as_dict(self) -> dict:
-        found = {"id": self.id, "pool": self.pool, "for": list(self.for_), "message": self.message}
-        if self.workload is not None:
-            found["workload"] = self.workload
-        if self.subject is not None:
-            found["subject"] = self.subject
-        return found
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without(handler(self), workload=None, subject=None)
+
+
+def _covers(name: str, table: Mapping[str, int], keys: Mapping[str, int], what: str) -> None:
+    """Every key of ``keys`` has a value in ``table``: the renderers read one for each."""
+    missing = sorted(set(keys) - set(table))
+    if missing:
+        shown = repr(missing[0]) if len(repr(missing[0])) < 60 else repr(missing[0])[:60] + "…"
+        raise ValueError(f"{name!r} has no {what} for the key {shown} (the renderers read one for every key)")
 
 
 @dataclass(frozen=True)
 class PoolUsage:
-    name: str
-    capacity: Mapping[str, int]
-    used: Mapping[str, int]
-    free: Mapping[str, int]           # capacity - used; negative on an over-full pool
+    name: Str
+    capacity: Ints
+    used: Ints
+    free: Ints                        # capacity - used; negative on an over-full pool
+
+    @model_validator(mode="after")
+    def _every_key(self) -> PoolUsage:
+        _covers("used", self.used, self.capacity, "value")
+        _covers("free", self.free, self.capacity, "value")
+        return self
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "capacity": dict(self.capacity), "used": dict(self.used),
-                "free": dict(self.free)}
+        return _record(PoolUsage).dump_python(self, mode="json")
 
 
 @dataclass(frozen=True)
@@ -112,17 +162,22 @@ class PolicyUsage:
     them), what its steps hold (running and admitted) and how much of that lies
     above the reserved share."""
 
-    name: str
-    pool: str
-    priority: int
-    reserved: Mapping[str, int]
-    limit: Mapping[str, int]
-    used: Mapping[str, int]
-    borrowed: Mapping[str, int]
+    name: Str
+    pool: Str
+    priority: Int
+    reserved: Ints
+    limit: Ints
+    used: Ints
+    borrowed: Ints
+
+    @model_validator(mode="after")
+    def _every_key(self) -> PolicyUsage:
+        for name, table in (("reserved", self.reserved), ("limit", self.limit), ("borrowed", self.borrowed)):
+            _covers(name, table, self.used, "value")
+        return self
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "pool": self.pool, "priority": self.priority, "reserved": dict(self.reserved),
-                "limit": dict(self.limit), "used": dict(self.used), "borrowed": dict(self.borrowed)}
+        return _record(PolicyUsage).dump_python(self, mode="json")
 
 
 @dataclass(frozen=True)
@@ -131,41 +186,55 @@ class Tier:
     ``priority``), ``preempted`` (at ``priority``), ``arrival``, ``start-rank`` or
     ``preference``; the report layer says it in words."""
 
-    kind: str
-    priority: int | None = None
-    bound: int | None = None          # the best bound the solver proved (the value itself when proven)
+    kind: TierKind
+    priority: Int | None = None
+    bound: Int | None = None          # the best bound the solver proved (the value itself when proven)
 
-    def as_dict(self) -> dict:
-        found: dict[str, Any] = {"kind": self.kind, "priority": self.priority}
-        if self.bound is not None:
-            found["bound"] = self.bound
-        return found
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without(handler(self), bound=None)
 
     def gap(self, value: int) -> float:
         """How far the bound is from ``value``, relative (0.0 when proven or unknown)."""
         return 0.0 if self.bound is None else abs(self.bound - value) / max(1, abs(value))
 
 
+def _finite(value: Any) -> Any:
+    """A gap is a finite number (NaN and 10^400 are no gap); the type check says the rest."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, int) and abs(value) > MAX_VALUE or isinstance(value, float) and value != value \
+            or isinstance(value, float) and abs(value) == float("inf"):
+        raise ValueError("gap must be a finite number")
+    return float(value)
 
 
 @dataclass(frozen=True)
 class SolverInfo:
     strategy: Strategy
-    status: str
-    objective: tuple[int, ...]
-    gap: float
+    status: Str
+    objective: tuple[Int, ...]
+    gap: Annotated[float, BeforeValidator(_finite)]
     tiers: tuple[Tier, ...] = ()      # what each objective value counts; () when unknown (zenml, kueue)
-    in_share: tuple[str, ...] = ()    # new grants counted inside their reserved share (optimal), sorted
+    in_share: Names = ()              # new grants counted inside their reserved share (optimal), sorted
 
-    def as_dict(self) -> dict:
-        found: dict[str, Any] = {"strategy": self.strategy, "status": self.status,
-                                 "objective": list(self.objective), "gap": float(self.gap)}
-        if self.in_share:   # `apply --plan` orders new grants by it without solving again
-            found["in_share"] = list(self.in_share)
+    @model_validator(mode="after")
+    def _tiers_match(self) -> SolverInfo:
+        if self.tiers and len(self.tiers) != len(self.objective):
+            raise ValueError("'tiers' must name every objective value")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # `apply --plan` orders new grants by in_share without solving again; each tier
+        # with a bound says whether it is proven and how far from it the value is
+        found = _without(handler(self), in_share=[], tiers=[])
+        found["gap"] = float(self.gap)
         if self.tiers:
-            found["tiers"] = [{**t.as_dict(), **({} if t.bound is None else
-                                                 {"proven": t.bound == value, "gap": t.gap(value)})}
-                              for t, value in zip(self.tiers, self.objective, strict=True)]
+            found["tiers"] = [{**written, **({} if tier.bound is None else
+                                             {"proven": tier.bound == value, "gap": tier.gap(value)})}
+                              for written, tier, value in zip(found["tiers"], self.tiers, self.objective,
+                                                              strict=True)]
         return found
 
 
@@ -173,11 +242,8 @@ class SolverInfo:
 class FileChange:
     """A generated file the plan would create, update or delete."""
 
-    path: str         # relative to the output directory
-    action: str       # create | update | delete
-
-    def as_dict(self) -> dict:
-        return {"path": self.path, "action": self.action}
+    path: Str         # relative to the output directory
+    action: ChangeAction
 
 
 @dataclass(frozen=True)
@@ -192,21 +258,25 @@ class AllocationChanges:
     changed where poolc cannot read the one apply wrote (no output directory),
     so it cannot tell. Both are in the JSON only when not empty."""
 
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    resized: tuple[str, ...] = ()
-    unchanged: tuple[str, ...] = ()
-    restarted: tuple[str, ...] = ()
-    restart_unknown: tuple[str, ...] = ()
+    added: Names = ()
+    removed: Names = ()
+    resized: Names = ()
+    unchanged: Names = ()
+    restarted: Names = ()
+    restart_unknown: Names = ()
 
-    def as_dict(self) -> dict:
-        found = {"added": list(self.added), "removed": list(self.removed), "resized": list(self.resized),
-                 "unchanged": list(self.unchanged)}
-        if self.restarted:
-            found["restarted"] = list(self.restarted)
-        if self.restart_unknown:
-            found["restart_unknown"] = list(self.restart_unknown)
-        return found
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without(handler(self), restarted=[], restart_unknown=[])
+
+
+def _newer_keys_kept(data: Any) -> Any:
+    """A changes section's keys this poolc does not know (a newer one wrote them) go to
+    ``extra`` as they are, so `apply --plan` writes them back unchanged."""
+    if not isinstance(data, dict):
+        return data
+    known = {k: data[k] for k in _CHANGES_FIELDS if k in data}
+    return {**known, "extra": {k: v for k, v in data.items() if k not in _CHANGES_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -217,7 +287,7 @@ class PlanChanges:
 
     allocations: AllocationChanges = AllocationChanges()
     files: tuple[FileChange, ...] = ()
-    state: str | None = None
+    state: StateAction | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -226,66 +296,113 @@ class PlanChanges:
         a = self.allocations
         return bool(a.added or a.removed or a.resized or self.files or self.state)
 
-    def as_dict(self) -> dict:
-        return {**self.extra, "allocations": self.allocations.as_dict(),
-                "files": [x.as_dict() for x in self.files], "state": self.state}
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: Any) -> Any:
+        return _newer_keys_kept(data)
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        found = handler(self)
+        return {**found.pop("extra"), **found}
+
+
+_CHANGES_FIELDS = ("allocations", "files", "state")
 
 
 @dataclass(frozen=True)
 class RuntimeDifference:
     """A request or running allocation for which the cluster will do otherwise."""
 
-    id: str           # request id, or allocation name
-    plan: str         # allocated | queued | running | preempted
-    cluster: str      # admitted | pending | running | preempted
-    message: str
-
-    def as_dict(self) -> dict:
-        return {"id": self.id, "plan": self.plan, "cluster": self.cluster, "message": self.message}
+    id: Str           # request id, or allocation name
+    plan: Str         # allocated | queued | running | preempted
+    cluster: Str      # admitted | pending | running | preempted
+    message: Str
 
 
 @dataclass(frozen=True)
 class Runtime:
     """What the cluster's own scheduler will do with what apply writes, against the plan."""
 
-    engine: str                                   # "kueue"
+    engine: Str                                   # "kueue"
     differences: tuple[RuntimeDifference, ...]    # sorted by id
-    notes: tuple[str, ...] = ()                   # where the cluster cannot follow poolc by construction
-    stopped: str = ""                             # why the replay stopped before it settled ("" if it did)
+    notes: Names = ()                             # where the cluster cannot follow poolc by construction
+    stopped: Str = ""                             # why the replay stopped before it settled ("" if it did)
     submit: SubmitMode = "gate"                   # how apply hands Jobs to the cluster
 
     @property
     def agrees(self) -> bool:
         return not self.differences
 
-    def as_dict(self) -> dict:
-        found: dict[str, Any] = {"engine": self.engine, "submit": self.submit, "agrees": self.agrees,
-                                 "differences": [x.as_dict() for x in self.differences]}
-        if self.notes:
-            found["notes"] = list(self.notes)
-        if self.stopped:
-            found["stopped"] = self.stopped
-        return found
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {**_without(handler(self), notes=[], stopped=""), "agrees": self.agrees}
+
+
+class _WrittenDiagnostic(TypedDict):
+    """A diagnostic as a plan file holds it: a point, no range."""
+
+    file: Str
+    line: Int
+    column: Int
+    rule: Str
+    severity: Severity
+    message: Str
+
+
+def _diagnostics_read(data: Any) -> Any:
+    return tuple(Diagnostic(x["file"], x["line"], x["column"], x["line"], x["column"], x["rule"], x["severity"],
+                            x["message"]) for x in _written_diagnostics().validate_python(data))
+
+
+def _diagnostics_written(diagnostics: tuple[Diagnostic, ...]) -> list[dict[str, Any]]:
+    return [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule, "severity": x.severity,
+             "message": x.message} for x in diagnostics]
+
+
+@cache
+def _written_diagnostics() -> TypeAdapter[list[_WrittenDiagnostic]]:
+    return TypeAdapter(list[_WrittenDiagnostic])
+
+
+Diagnostics = Annotated[tuple[Diagnostic, ...], BeforeValidator(_diagnostics_read),
+                        PlainSerializer(_diagnostics_written)]
+UnitsWritten = Annotated[Units, BeforeValidator(lambda data: Units(_memory_unit(data))),
+                         PlainSerializer(lambda units: units.as_dict())]
+
+
+MemoryUnit = Literal["decimal", "binary"]
+
+
+@cache
+def _units_adapter() -> TypeAdapter[dict[Literal["memory_mb"], MemoryUnit]]:
+    return TypeAdapter(dict[Literal["memory_mb"], MemoryUnit])
+
+
+def _memory_unit(data: Any) -> str:
+    """The memory family a file's ``units`` names (decimal when it names none)."""
+    return data.memory if isinstance(data, Units) else _units_adapter().validate_python(data).get("memory_mb", DECIMAL)
 
 
 @dataclass(frozen=True)
 class Plan:
-    inputs_digest: str
+    solver: SolverInfo                        # first: a file that is no plan is told so by its first error
+    inputs_digest: Str
     requests: tuple[PlannedRequest, ...]      # sorted by id
     preempted: tuple[Preemption, ...]         # sorted by id
     pools: tuple[PoolUsage, ...]              # sorted by name
-    diagnostics: tuple[Diagnostic, ...]
-    solver: SolverInfo
+    diagnostics: Diagnostics
     changes: PlanChanges | None = None        # what applying it changes; None when the state was unreadable
     runtime: Runtime | None = None
-    finished: tuple[str, ...] = ()            # steps released as finished, not requested again
-    inputs: Mapping[str, str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
+    finished: Names = ()                      # steps released as finished, not requested again
+    inputs: Mapping[str, Str] | None = None   # "<Kind>/<name>" -> digest of that input (stale plans name it)
     policies: tuple[PolicyUsage, ...] = ()    # sorted by name
     external: tuple[External, ...] = ()       # foreign work the cluster runs through poolc's queues, by name
     # pipeline -> its team (metadata.labels.team), for the people reading the plan
-    teams: Mapping[str, str] = field(default_factory=dict)
+    teams: Mapping[str, Str] = field(default_factory=dict)
     base: BaseComparison | None = None        # what the change does against a base plan (`plan --base`)
-    units: Units = DEFAULT                    # how people read its quantities (domain.amounts)
+    units: UnitsWritten = DEFAULT             # how people read its quantities (domain.amounts)
+    format_version: PlanVersion = 1           # the file's; one value, so a plan needs no other
 
     def team_of(self, request_id: str) -> str | None:
         """A step's team, the one definition every output uses (docs/cli.md#teams):
@@ -321,29 +438,35 @@ class Plan:
         """Validation and state diagnostics, in report order."""
         return list(self.diagnostics)
 
-    def by_status(self, status: str) -> list[PlannedRequest]:
+    def by_status(self, status: RequestStatus) -> list[PlannedRequest]:
         return [r for r in self.requests if r.status == status]
 
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # each request says its team (worked out again on reading); the optional
+        # sections are in the file only when set
+        found = _without(handler(self), changes=None, runtime=None, finished=[], external=[], inputs=None,
+                         teams={}, base=None, units=DEFAULT.as_dict())
+        for written, request in zip(found["requests"], self.requests, strict=True):
+            written["team"] = self.team_of(request.id)
+        return found
+
     def as_dict(self) -> dict:
-        return {
-            "format_version": FORMAT_VERSION,
-            "inputs_digest": self.inputs_digest,
-            "requests": [{**r.as_dict(), "team": self.team_of(r.id)} for r in self.requests],
-            "preempted": [p.as_dict() for p in self.preempted],
-            "pools": [p.as_dict() for p in self.pools],
-            "policies": [q.as_dict() for q in self.policies],
-            "diagnostics": [{"file": x.file, "line": x.line, "column": x.column, "rule": x.rule,
-                             "severity": x.severity, "message": x.message} for x in self.diagnostics],
-            "solver": self.solver.as_dict(),
-            **({"changes": self.changes.as_dict()} if self.changes is not None else {}),
-            **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
-            **({"finished": list(self.finished)} if self.finished else {}),
-            **({"external": [x.as_dict() for x in self.external]} if self.external else {}),
-            **({"inputs": dict(self.inputs)} if self.inputs is not None else {}),
-            **({"teams": dict(sorted(self.teams.items()))} if self.teams else {}),
-            **({"base": self.base.as_dict()} if self.base is not None else {}),
-            **({"units": self.units.as_dict()} if self.units != DEFAULT else {}),
-        }
+        """The plan file's content (JSON values), written from this declaration."""
+        return plan_file_adapter().dump_python(self, mode="json", by_alias=True)
+
+
+@cache
+def plan_file_adapter() -> TypeAdapter[Plan]:
+    """Writes and reads a Plan as a plan file; built on first use (the plan's commands
+    pay for it, `poolc validate` never does)."""
+    return TypeAdapter(Plan)
+
+
+@cache
+def _record(kind: type) -> TypeAdapter[Any]:
+    """One record's part of the plan file, for a renderer that shows it alone."""
+    return TypeAdapter(kind)
 
 
 def to_json(plan: Plan) -> str:

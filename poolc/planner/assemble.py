@@ -29,6 +29,7 @@ from ..domain.plan import (
 from ..domain.problem import Problem, Running
 from ..model import KINDS, Allocation
 from ..requests import StepRequest
+from ..vocabulary import RequestStatus
 from .explain import (
     FinalState,
     allocated_message,
@@ -140,7 +141,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
     by_id = {r.id: r for r in problem.requests}
     planned = []
     for step in requests:
-        def entry(status: str, message: str, *, pool: str | None = None, policy: str | None = None,
+        def entry(status: RequestStatus, message: str, *, pool: str | None = None, policy: str | None = None,
                   borrowed: Mapping[str, int] | None = None, reason: str | None = None,
                   running_as: str | None = None, step: StepRequest = step) -> PlannedRequest:
             return PlannedRequest(id=step.id, requester=step.requester, preemptible=step.preemptible,

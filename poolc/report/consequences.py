@@ -60,7 +60,7 @@ def ended_work(plan: Plan, base: BaseComparison | None = None) -> list[Ends]:
     """Everyone whose running work ends, each once; with ``base``: only what the
     change adds to what the base branch's plan does already."""
     found: dict[str, Ends] = {}
-    only = None if base is None else set(base.preempted_added) | set(base.ends_added)
+    only = None if base is None else set(base.preempted.added) | set(base.ends.added)
     victims = {p.id: p for p in plan.preempted}
     for stopped in preempted(plan):
         name = stopped.who.allocation or stopped.who.name
@@ -222,8 +222,8 @@ def headline(plan: Plan, base: BaseComparison) -> str:
                      else f"{item.kind} {item.name} {by} over {what}, nothing stopped")
     covered = {e.who.name for e in ended}
     parts += moves(plan, base, covered)
-    if base.preempted_removed:
-        spared = base.preempted_removed
+    if base.preempted.removed:
+        spared = base.preempted.removed
         noun = "step" if all(plan.step_of_allocation(n) for n in spared) else "allocation"
         parts.append(f"{len(spared)} running {noun}{'s' if len(spared) != 1 else ''} no longer preempted")
     if not parts:

@@ -25,13 +25,14 @@ from rich.text import Text
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, PlanChanges
 from ..text import escape
+from ..vocabulary import RequestStatus
 from . import consequences
 from . import plan_view as view
 from .objective import objective_rows, proofs
 from .quantities import amounts, cell, key_name
 
 WIDTH = 100
-_STATUSES = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
+_STATUSES: tuple[tuple[RequestStatus, str], ...] = (("allocated", "green"), ("queued", "yellow"), ("rejected", "red"))
 
 
 def _indented(content: Text | Table | str, left: int) -> Padding:

@@ -247,8 +247,8 @@ def fate_changes(plan: Plan, base: BaseComparison, covered: frozenset[str] = fro
     preempts reads ``running -> preempted``, one it no longer preempts
     ``preempted -> keeps running`` (the JSON says queued/allocated)."""
     by_id = {r.id: r for r in plan.requests}
-    now_preempted = _preemption_steps(plan, base.preempted_added)
-    spared = _preemption_steps(plan, base.preempted_removed)
+    now_preempted = _preemption_steps(plan, base.preempted.added)
+    spared = _preemption_steps(plan, base.preempted.removed)
     rows = []
     for step in base.steps:
         if step.id in covered:          # its running work ends: said once, with why
@@ -268,7 +268,7 @@ def fate_changes(plan: Plan, base: BaseComparison, covered: frozenset[str] = fro
 
 def spared_allocations(plan: Plan, base: BaseComparison) -> list[Who]:
     """Running allocations written by hand (no step) the base preempted and this change does not."""
-    return [who(plan, name) for name in base.preempted_removed if plan.step_of_allocation(name) is None]
+    return [who(plan, name) for name in base.preempted.removed if plan.step_of_allocation(name) is None]
 
 
 # the order effects are told in: steps that lose first, then gains
@@ -279,8 +279,8 @@ def moves(plan: Plan, base: BaseComparison, covered: set[str]) -> list[str]:
     """``1 step allocated → queued``, ``2 new steps queued``: each move of a step's fate,
     counted, the losses first; steps in ``covered`` (said already), preempted
     steps and those no longer preempted are left out."""
-    covered = covered | _preemption_steps(plan, base.preempted_added) | \
-        _preemption_steps(plan, base.preempted_removed)
+    covered = covered | _preemption_steps(plan, base.preempted.added) | \
+        _preemption_steps(plan, base.preempted.removed)
     counted: dict[tuple[str, str], int] = {}
     for step in base.steps:
         if step.id not in covered:
