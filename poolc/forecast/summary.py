@@ -10,9 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypeVar
+
+from pydantic import ConfigDict, Field, PlainSerializer, TypeAdapter, computed_field, field_serializer, model_validator
 
 from ..domain.problem import PolicyRule
+from .bounds import (
+    LATE,
+    AList,
+    Flag,
+    Hours,
+    Instant,
+    Money,
+    NonNegative,
+    Positive,
+    Seconds,
+    StartRead,
+    Text,
+    named_none,
+)
 from .costs import Rates
 from .rollforward import AFTER_HORIZON, NEVER, STARTED, STOPPED, Rolled, Run
 
@@ -20,28 +36,47 @@ from .rollforward import AFTER_HORIZON, NEVER, STARTED, STOPPED, Rolled, Run
 _LATE = {AFTER_HORIZON: 1, NEVER: 2, STOPPED: 3}
 HOUR = 3600
 
+# A saved forecast comes from another job: keys poolc does not write are ignored, as a
+# newer poolc's additions would be; everything declared below is checked (bounds.py).
+_READ = ConfigDict(extra="ignore")
+# a mapping written with its keys in order (the JSON is the same bytes on every run)
+_SORTED = PlainSerializer(lambda mapping: dict(sorted(mapping.items())))
+
 
 @dataclass(frozen=True)
 class StepForecast:
-    """One piece of waiting work: a queued step, or preempted work waiting to run again."""
+    """One piece of waiting work: a queued step, or preempted work waiting to run again.
+    The file keeps ``start`` and ``outcome`` in one key: the start, or what happened instead."""
 
-    id: str
-    team: str
-    gpu: int
-    since: int                  # waiting since (0, or when it was preempted)
-    preempted: bool
-    start: int | None           # seconds from the start; None: after the horizon, or never
-    outcome: str                # started | after-horizon | never | stopped (for good: no step to run again)
-    duration: int | None
-    duration_source: str        # expected_runtime | max_runtime | unknown
+    __pydantic_config__ = _READ
 
-    def as_dict(self) -> dict:
-        return {"id": self.id, "team": self.team, "gpu": self.gpu, "waiting_since": self.since,
-                "preempted": self.preempted, "start": self.start if self.outcome == STARTED else self.outcome,
-                "duration": self.duration, "duration_source": self.duration_source}
+    id: Text
+    team: Text
+    gpu: NonNegative
+    since: Annotated[Seconds, Field(alias="waiting_since")]     # 0, or when it was preempted
+    preempted: Flag
+    # seconds from the start; None: after the horizon, or never
+    start: Annotated[Seconds | None, named_none(*LATE)]
+    # started | after-horizon | never | stopped (for good: no step to run again); read off ``start``
+    outcome: Annotated[str, Field(exclude=True)]
+    duration: NonNegative | None
+    duration_source: Text       # expected_runtime | max_runtime | unknown
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_from_start(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "start" in data:
+            start = data["start"]
+            return {**data, "outcome": start if type(start) is str and start in LATE else STARTED}
+        return data
+
+    @field_serializer("start")
+    def _start_or_outcome(self, start: int | None) -> int | str | None:
+        return start if self.outcome == STARTED else self.outcome
 
 
 Start = int | str | None        # seconds, "after-horizon", "never"; None when nothing waits
+SavedStart = Annotated[Start, StartRead]
 
 
 @dataclass(frozen=True)
@@ -51,19 +86,21 @@ class RunForecast:
     The list of them is the schedule: at any instant the work whose stretch covers it
     is what holds each pool, so a reader can check it against every capacity and limit."""
 
-    id: str
-    team: str
-    pool: str
-    policy: str | None
-    holds: Mapping[str, int]
-    start: int                  # seconds from the forecast's start; negative: it ran before
-    end: int | None             # when it ends as planned; None: its duration is unknown
-    preempted_at: int | None    # when the forecast stops it (then it holds nothing from there on)
+    __pydantic_config__ = _READ
+
+    id: Text
+    team: Text
+    pool: Text
+    policy: Text | None
+    holds: Annotated[Mapping[Text, NonNegative], Field(strict=True), _SORTED]
+    start: Seconds              # seconds from the forecast's start; negative: it ran before
+    # when it ends as planned; None: its duration is unknown (written "unknown")
+    end: Annotated[Seconds | None, named_none("unknown"),
+                   PlainSerializer(lambda end: "unknown" if end is None else end)]
+    preempted_at: Seconds | None    # when the forecast stops it (then it holds nothing from there on)
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "team": self.team, "pool": self.pool, "policy": self.policy,
-                "holds": dict(sorted(self.holds.items())), "start": self.start,
-                "end": "unknown" if self.end is None else self.end, "preempted_at": self.preempted_at}
+        return written(self)
 
     def holds_at(self, when: int) -> bool:
         """Whether this stretch holds its capacity at ``when`` (start included, end not)."""
@@ -73,67 +110,79 @@ class RunForecast:
 
 @dataclass(frozen=True)
 class TeamForecast:
-    team: str
-    queued: int
-    p50_start: Start
-    p90_start: Start
-    drained: Start              # when its last waiting step starts
-    gpu_hours_admitted: float   # work the forecast starts, within the horizon
-    gpu_hours_waiting: float
-    gpu_hours_lost: float       # preempted work, counted since its start
-    usd: float | None           # work of known duration, inside the horizon; None: nothing priced
+    __pydantic_config__ = _READ
+
+    team: Text
+    queued: NonNegative
+    p50_start: SavedStart
+    p90_start: SavedStart
+    drained: SavedStart         # when its last waiting step starts
+    gpu_hours_admitted: Hours   # work the forecast starts, within the horizon
+    gpu_hours_waiting: Hours
+    gpu_hours_lost: Hours       # preempted work, counted since its start
+    usd: Money | None           # work of known duration, inside the horizon; None: nothing priced
     # work of unknown duration is never priced to the horizon: what it costs per hour
     # while it runs (held at the horizon), and how many such runs
-    usd_per_hour_unknown: float | None = None
-    unknown_runs: int = 0
-
-    def as_dict(self) -> dict:
-        return {"team": self.team, "queued": self.queued, "p50_start": self.p50_start, "p90_start": self.p90_start,
-                "drained": self.drained, "gpu_hours_admitted": self.gpu_hours_admitted,
-                "gpu_hours_waiting": self.gpu_hours_waiting, "gpu_hours_lost": self.gpu_hours_lost,
-                "usd": self.usd, "usd_per_hour_unknown": self.usd_per_hour_unknown,
-                "unknown_runs": self.unknown_runs}
+    usd_per_hour_unknown: Money | None = None
+    unknown_runs: NonNegative = 0
 
 
 @dataclass(frozen=True)
 class IdleShare:
     """A reserved share paid for (its pool is priced) but not used, over the horizon."""
 
-    policy: str
-    pool: str
-    gpu_hours: float
-    usd: float | None
+    __pydantic_config__ = _READ
 
-    def as_dict(self) -> dict:
-        return {"policy": self.policy, "pool": self.pool, "gpu_hours_idle": self.gpu_hours, "usd_idle": self.usd}
+    policy: Text
+    pool: Text
+    gpu_hours: Annotated[Hours, Field(alias="gpu_hours_idle")]
+    usd: Annotated[Money | None, Field(alias="usd_idle")]
 
 
 @dataclass(frozen=True)
 class Forecast:
-    strategy: str
-    start: str                  # RFC 3339, UTC
-    horizon: int                # seconds
-    steps: tuple[StepForecast, ...]
-    teams: tuple[TeamForecast, ...]
-    idle: tuple[IdleShare, ...]
-    durations: Mapping[str, int]     # how many steps got their duration from where
-    prices: Mapping[str, str]        # the instance price table: source and date
-    replans: int = 0
-    events: int = 0
-    notes: tuple[str, ...] = field(default=())
-    schedule: tuple[RunForecast, ...] = field(default=())
+    __pydantic_config__ = _READ
 
+    strategy: Text
+    start: Instant              # RFC 3339, UTC
+    horizon: Positive           # seconds
+    steps: Annotated[tuple[StepForecast, ...], AList]
+    teams: Annotated[tuple[TeamForecast, ...], AList]
+    idle: Annotated[tuple[IdleShare, ...], AList, Field(alias="idle_reserved")]
+    # how many steps got their duration from where
+    durations: Annotated[Mapping[Text, NonNegative], Field(strict=True), _SORTED]
+    # the instance price table: source and date
+    prices: Annotated[Mapping[Text, Text], Field(strict=True, alias="price_table")]
+    replans: NonNegative = 0
+    events: NonNegative = 0
+    notes: Annotated[tuple[Text, ...], AList] = field(default=())
+    schedule: Annotated[tuple[RunForecast, ...], AList] = field(default=())
+
+    @computed_field     # type: ignore[prop-decorator]
     @property
     def drained(self) -> Start:
         return _latest([t.drained for t in self.teams if t.drained is not None])
 
     def as_dict(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "start": self.start, "horizon": self.horizon,
-                "drained": self.drained, "steps": [s.as_dict() for s in self.steps],
-                "teams": [t.as_dict() for t in self.teams], "idle_reserved": [x.as_dict() for x in self.idle],
-                "durations": dict(sorted(self.durations.items())), "price_table": dict(self.prices),
-                "replans": self.replans, "events": self.events, "notes": list(self.notes),
-                "schedule": [r.as_dict() for r in self.schedule]}
+        return written(self)
+
+
+T = TypeVar("T")
+_FORMS: dict[type, TypeAdapter[Any]] = {}
+
+
+def form(kind: type[T]) -> TypeAdapter[T]:
+    """The one reader and writer of ``kind``'s JSON (built on first use: the CLI
+    starts without paying for it)."""
+    found = _FORMS.get(kind)
+    if found is None:
+        found = _FORMS[kind] = TypeAdapter(kind)
+    return found
+
+
+def written(value: Forecast | RunForecast) -> dict[str, Any]:
+    """``value`` as the plan file keeps it."""
+    return form(type(value)).dump_python(value, mode="json", by_alias=True)
 
 
 def _latest(starts: list[Start]) -> Start:
