@@ -34,6 +34,14 @@ StateAction = Literal["create", "update"]
 TierKind = Literal["in-share", "admitted", "preempted", "arrival", "start-rank", "preference"]
 TIER_KINDS: Final[tuple[TierKind, ...]] = get_args(TierKind)
 
+# What became of a step waiting in the forecast (docs/forecast.md): it started, it starts only
+# after the horizon, it never starts, or it stopped for good (preempted work of no step, whose
+# Workload gate mode deactivates); and where the forecast took the step's duration from.
+StepOutcome = Literal["started", "after-horizon", "never", "stopped"]
+LateOutcome = Literal["after-horizon", "never", "stopped"]     # every outcome but a start
+LATE_OUTCOMES: Final[tuple[LateOutcome, ...]] = get_args(LateOutcome)
+DurationSource = Literal["expected_runtime", "max_runtime", "unknown", "scenario"]
+
 # How serious a diagnostic is: an error fails the run, a warning does not.
 Severity = Literal["error", "warning"]
 

@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 # Each call is valid but for one misspelt word; the lines mypy must flag, by their marker.
 MISSPELT = '''
 from poolc.commands.apply import apply_paths
+from poolc.forecast.durations import StepDuration
+from poolc.forecast.rollforward import Wait
 from poolc.commands.planning import plan_paths
 from poolc.report import render
 from poolc.scenario.command import run_tests
@@ -26,6 +28,11 @@ plan_paths(["."], strategy="optimum")      # BAD strategy
 apply_paths(["."], "out", submit="All")    # BAD apply submit
 render("txt", [])                          # BAD format
 run_tests(["."], "Kueue")                  # BAD test strategy
+StepDuration(60, "expected")               # BAD duration source
+StepDuration(60, "max_runtime")
+def decided(wait: Wait) -> None:
+    wait.outcome = "after_horizon"         # BAD forecast outcome
+    wait.outcome = "after-horizon"
 plan_paths(["."], strategy="zenml", submit="all")
 render("sarif", [])
 '''

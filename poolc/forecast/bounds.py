@@ -9,10 +9,12 @@ accepts from another job's plan file: every number bounded, every scalar strict
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, GetPydanticSchema
 from pydantic_core import PydanticCustomError
+
+from ..vocabulary import LATE_OUTCOMES, LateOutcome
 
 # every number bounded (seconds: about 31,700 years), so nothing read overflows a float,
 # a datetime or a table's width later (#42: a horizon of 10^400 exited 3)
@@ -24,8 +26,8 @@ Hours = Annotated[float, Field(strict=True, ge=0, le=BOUND, allow_inf_nan=False)
 Money = Annotated[float, Field(strict=True, ge=-BOUND, le=BOUND, allow_inf_nan=False)]
 Text = Annotated[str, Field(strict=True)]
 Flag = Annotated[bool, Field(strict=True)]
-Late = Literal["after-horizon", "never", "stopped"]
-LATE: tuple[str, ...] = get_args(Late)
+Late = LateOutcome
+LATE: tuple[str, ...] = LATE_OUTCOMES
 
 # A start as the forecast keeps it: seconds, or the name of what happened instead
 # (None: nothing waits). Python sees ``int | str | None``; a file may hold only these.

@@ -13,15 +13,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from .. import diagnostics as d
 from ..diagnostics import Diagnostic
 from ..domain.naming import allocation_name
 from ..requests import StepRequest
 from ..units import duration_seconds
+from ..vocabulary import DurationSource
 
-EXPECTED, MAXIMUM, UNKNOWN = "expected_runtime", "max_runtime", "unknown"
-SCENARIO = "scenario"   # a scenario's estimate (`poolc test`)
+EXPECTED: Final = "expected_runtime"
+MAXIMUM: Final = "max_runtime"
+UNKNOWN: Final = "unknown"
+SCENARIO: Final = "scenario"   # a scenario's estimate (`poolc test`)
 DEFAULT_HORIZON = "7d"
 # A duration this many times the horizon is a typo (a unit or a few zeros too many).
 TOO_LONG_FACTOR = 10**6
@@ -31,7 +35,7 @@ _HORIZON = re.compile(r"^[1-9][0-9]{0,9}[smhd]$")
 @dataclass(frozen=True)
 class StepDuration:
     seconds: int | None
-    source: str              # expected_runtime | max_runtime | unknown
+    source: DurationSource
 
 
 def parse_horizon(text: str) -> int:

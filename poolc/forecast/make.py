@@ -17,6 +17,7 @@ from ..domain.plan import ALLOCATED, QUEUED
 from ..domain.problem import Problem, Request
 from ..inputs import request_of
 from ..model import SageMakerComponent
+from ..vocabulary import DurationSource
 from .costs import PRICE_TABLE_DATE, PRICE_TABLE_SOURCE, instance_prices, pool_rates, sagemaker_rate
 from .durations import SCENARIO, StepDuration, durations_of, too_long
 from .rollforward import Replan, roll_forward
@@ -33,7 +34,7 @@ class Arriving:
     request: Request
     step: str
     seconds: int | None
-    source: str
+    source: DurationSource
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Final, Literal
 
 from .. import heartbeat
 from ..domain.borrowing import borrowed_parts, grant_order
@@ -33,12 +34,16 @@ from ..domain.eligibility import eligible_policies
 from ..domain.problem import PolicyRule, Pool, Problem, Request, Running, start_ranks
 from ..planner.decompose import pool_groups
 from ..planner.solution import Solution
+from ..vocabulary import StepOutcome
 
 Replan = Callable[..., Solution]     # (problem) -> Solution; with tiers_of_whole also tiers_of=Problem
 # Preempted allocations that ran before the forecast wait ahead of every request: ranks from here up.
 REQUEUED_RANK = -1_000_000_000
-STARTED, AFTER_HORIZON, NEVER = "started", "after-horizon", "never"
-STOPPED = "stopped"   # preempted work of no step in gate mode: its Workload is deactivated, nothing runs it again
+STARTED: Final = "started"
+AFTER_HORIZON: Final = "after-horizon"
+NEVER: Final = "never"
+# preempted work of no step in gate mode: its Workload is deactivated, nothing runs it again
+STOPPED: Final = "stopped"
 
 
 @dataclass
@@ -69,7 +74,7 @@ class Wait:
     since: int                   # 0, or when it was preempted
     preempted: bool = False
     start: int | None = None     # when it starts (again)
-    outcome: str = ""            # started | after-horizon | never | stopped
+    outcome: StepOutcome | Literal[""] = ""     # "": not decided yet (the roll decides every wait)
 
 
 @dataclass

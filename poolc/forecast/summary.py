@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import ConfigDict, Field, PlainSerializer, TypeAdapter, computed_field, field_serializer, model_validator
 
 from ..domain.problem import PolicyRule
+from ..vocabulary import DurationSource, StepOutcome
 from .bounds import (
     LATE,
     AList,
@@ -30,6 +31,7 @@ from .bounds import (
     named_none,
 )
 from .costs import Rates
+from .durations import UNKNOWN
 from .rollforward import AFTER_HORIZON, NEVER, STARTED, STOPPED, Rolled, Run
 
 # A start that did not happen in the forecast sorts after every start that did.
@@ -58,9 +60,9 @@ class StepForecast:
     # seconds from the start; None: after the horizon, or never
     start: Annotated[Seconds | None, named_none(*LATE)]
     # started | after-horizon | never | stopped (for good: no step to run again); read off ``start``
-    outcome: Annotated[str, Field(exclude=True)]
+    outcome: Annotated[StepOutcome, Field(exclude=True)]
     duration: NonNegative | None
-    duration_source: Text       # expected_runtime | max_runtime | unknown
+    duration_source: DurationSource
 
     @model_validator(mode="before")
     @classmethod
@@ -229,7 +231,7 @@ class Pricing:
 
 
 def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, str],
-              durations: Mapping[str, tuple[int | None, str]], pricing: Pricing,
+              durations: Mapping[str, tuple[int | None, DurationSource]], pricing: Pricing,
               policies: tuple[PolicyRule, ...], prices: Mapping[str, str],
               teams: Mapping[str, str] | None = None) -> Forecast:
     """``names``: allocation name -> the step it runs (shown by step id);
@@ -239,7 +241,9 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
     horizon = rolled.horizon
     steps = []
     for wait in rolled.waits:
-        seconds, source = durations.get(wait.request.id, (None, "unknown"))
+        seconds, source = durations.get(wait.request.id, (None, UNKNOWN))
+        if wait.outcome == "":
+            raise AssertionError(f"the roll-forward left {wait.request.id} undecided")
         step = names.get(wait.request.id, wait.request.id)
         steps.append(StepForecast(step, (teams or {}).get(step) or wait.request.requester,
                                   wait.request.demand.get("gpu", 0), wait.since, wait.preempted,
@@ -283,7 +287,7 @@ def summarize(rolled: Rolled, *, strategy: str, start: str, names: Mapping[str, 
                     rolled.replans, rolled.events, tuple(rolled.notes), schedule)
 
 
-def _sources(durations: Mapping[str, tuple[int | None, str]], rolled: Rolled) -> dict[str, int]:
+def _sources(durations: Mapping[str, tuple[int | None, DurationSource]], rolled: Rolled) -> dict[str, int]:
     counted: dict[str, int] = {}
     ids = {w.request.id for w in rolled.waits} | {r.id for r in rolled.runs}
     for rid in sorted(ids):

@@ -13,6 +13,7 @@ from ..inputs import request_of
 from ..model import Arrival
 from ..requests import StepRequest
 from ..units import duration_seconds
+from ..vocabulary import DurationSource
 
 FIRST_RANK = 1_000_000_000   # arrivals come after every step of the files
 
@@ -54,6 +55,7 @@ def expand(arrivals: Sequence[Arrival], requests: Sequence[StepRequest],
             rid = f"{rid}#{seen[rid]}"
         request = request_of(step, FIRST_RANK + rank, dict(step.demand))
         secs: int | None
+        source: DurationSource
         if entry.duration is not None:
             secs, source = seconds(entry.duration), SCENARIO
         elif step_id in durations:
