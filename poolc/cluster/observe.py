@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -110,41 +110,58 @@ def _queues(config: Config, components: Mapping[str, object]) -> dict[str, tuple
 
 def _one_per_step(items: Sequence[Observation], problems: list[Diagnostic],
                   current: Mapping[str, str]) -> dict[str, Observation]:
-    """The entry that speaks for each step: the running one, else a pending one, else a
-    finished one (one that ran the step's current inputs first); of a step's training
-    jobs none of which runs, the latest (a preempted one is followed by its rerun). A step reported by
-    both targets is an error; so is one running twice, unless exactly one of the two
-    runs the current inputs (an old Job not yet deleted: a warning)."""
+    """The entry that speaks for each step (``_speaker``). A step reported by both
+    targets is an error (``_both_targets``); one running twice, a warning (``_running_twice``)."""
     by_step: dict[str, list[Observation]] = {}
     for item in items:
         if item.step is not None:
             by_step.setdefault(item.step, []).append(item)
     chosen = {}
     for step, found in sorted(by_step.items()):
-        kinds = {x.kind for x in found}
-        if len(kinds) > 1:
-            problems.append(_at(found[-1], d.O002, f"step {step} is reported both by Kueue ({_names(found, KUEUE)}) "
-                                "and by SageMaker (" + _names(found, SAGEMAKER) + "); a step runs on one target: "
-                                "ignored"))
+        if len({x.kind for x in found}) > 1:
+            problems.append(_both_targets(step, found))
             continue
-        # the current inputs first, then the earliest started, then by name: the same choice run after run
-        found = sorted(found, key=lambda x: (x.inputs != current.get(step), x.started_at is None,
-                                             x.started_at.timestamp() if x.started_at else 0.0, x.name))
+        found = sorted(found, key=_preference(current.get(step)))
         running = [x for x in found if x.status == RUNNING]
         if len(running) > 1:
-            if running[0].inputs == current.get(step) and running[1].inputs != current.get(step):
-                problems.append(_at(running[1], d.O002, f"an older Job of step {step} still runs beside "
-                                    f"{running[0].where}; the current one counts: delete the old one"))
-            else:   # a copy of a running Job's labels in the step's own queue: a warning, never a halt (#42)
-                problems.append(_at(running[-1], d.O002, f"step {step} runs twice ({_names(running, None)}); "
-                                    f"{running[0].where} (started first) counts: stop the other one"))
-        pending = [x for x in found if x.status == PENDING]
-        if not running and found[0].kind == SAGEMAKER:
-            # a step's training jobs follow each other (a preempted one, then its rerun): the latest speaks
-            chosen[step] = max(found, key=lambda x: (x.started_at or _EPOCH, x.name))
-            continue
-        chosen[step] = (running or pending or found)[0]
+            problems.append(_running_twice(step, running, current.get(step)))
+        chosen[step] = _speaker(found, running)
     return chosen
+
+
+def _preference(inputs: str | None) -> Callable[[Observation], tuple[bool, bool, float, str]]:
+    """The order a step's entries are weighed in: the current inputs first, then the
+    earliest started, then by name, so that the same entry is chosen run after run."""
+    def key(x: Observation) -> tuple[bool, bool, float, str]:
+        return (x.inputs != inputs, x.started_at is None, x.started_at.timestamp() if x.started_at else 0.0, x.name)
+    return key
+
+
+def _speaker(found: Sequence[Observation], running: Sequence[Observation]) -> Observation:
+    """Of a step's entries (in ``_preference`` order): the running one, else a pending
+    one, else a finished one; of training jobs none of which runs, the latest, since a
+    preempted one is followed by its rerun."""
+    if not running and found[0].kind == SAGEMAKER:
+        return max(found, key=lambda x: (x.started_at or _EPOCH, x.name))
+    pending = [x for x in found if x.status == PENDING]
+    return (running or pending or found)[0]
+
+
+def _both_targets(step: str, found: Sequence[Observation]) -> Diagnostic:
+    """A step runs on one target: reported by Kueue and SageMaker both, it is ignored."""
+    return _at(found[-1], d.O002, f"step {step} is reported both by Kueue ({_names(found, KUEUE)}) "
+               "and by SageMaker (" + _names(found, SAGEMAKER) + "); a step runs on one target: ignored")
+
+
+def _running_twice(step: str, running: Sequence[Observation], inputs: str | None) -> Diagnostic:
+    """A step running twice is a warning, never a halt: the first entry counts. When only
+    it runs the current inputs, the other is an old Job not yet deleted; otherwise a copy
+    of a running Job's labels in the step's own queue (#42)."""
+    if running[0].inputs == inputs and running[1].inputs != inputs:
+        return _at(running[1], d.O002, f"an older Job of step {step} still runs beside "
+                   f"{running[0].where}; the current one counts: delete the old one")
+    return _at(running[-1], d.O002, f"step {step} runs twice ({_names(running, None)}); "
+               f"{running[0].where} (started first) counts: stop the other one")
 
 
 def _step_queues(config: Config, subject: str) -> set[str]:
@@ -201,109 +218,189 @@ def observe(state: StateRead, reports: Sequence[Report], config: Config, request
             allow_empty: bool = False) -> Observed:
     """The state ``reports`` imply (module doc). Never raises on report content."""
     problems: list[Diagnostic] = [x for r in reports for x in r.diagnostics]
-    components = _components(config)
-    steps = {r.id: r for r in requests}
-    target_of = {r.id: _target(components.get(r.requester or "")) for r in requests}
-    queues = _queues(config, components)
-    reported = {r.kind for r in reports if r.kind is not None}
-    items = [o for r in reports for o in r.observations]
-
+    inputs = _Inputs.of(config, requests)
     allocations = {a.metadata.name: a for a in state.allocations}
-    finished = dict(state.finished)
-    observed = Observed(None, [], finished, problems)
-    by_label = {step_label(s): s for s in steps}
+    observed = Observed(None, [], dict(state.finished), problems)
+    if not allow_empty:
+        problems.extend(_empty_reports(reports, allocations, inputs))
+    items = _own_entries([o for r in reports for o in r.observations], inputs.steps, inputs.components, config,
+                         problems)
+    chosen = _one_per_step(items, problems, {r.id: step_inputs(r) for r in requests})
+    problems.extend(_unknown_steps(chosen, inputs))
+    if not observed.ok:
+        return observed
+    owners = {name: inputs.owner(a) for name, a in allocations.items()}
+    _apply_all(chosen, _held_by_step(owners), inputs, allocations, observed)
+    reported = {r.kind for r in reports if r.kind is not None}
+    _drop_unmentioned(allocations, owners, chosen, inputs, reported, observed)
+    if KUEUE in reported:
+        _foreign(items, inputs.queues, allocations, observed)
+    return _settled(state, allocations, observed)
 
-    def owner(alloc: Allocation) -> str | None:
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the configuration and the requests say, fixed for one ``observe``: each
+    step's request and target, each ClusterQueue's policy, and who owns an allocation."""
+
+    config: Config
+    steps: Mapping[str, StepRequest]
+    components: Mapping[str, object]
+    target_of: Mapping[str, str | None]                   # step -> KUEUE | SAGEMAKER | None
+    queues: Mapping[str, tuple[str, str, str, bool]]      # ``_queues``
+    by_label: Mapping[str, str]                           # step label -> step
+
+    @classmethod
+    def of(cls, config: Config, requests: Sequence[StepRequest]) -> _Inputs:
+        """The inputs of one ``observe`` call, worked out once."""
+        components = _components(config)
+        steps = {r.id: r for r in requests}
+        return cls(config, steps, components,
+                   {r.id: _target(components.get(r.requester or "")) for r in requests},
+                   _queues(config, components), {step_label(s): s for s in steps})
+
+    def owner(self, alloc: Allocation) -> str | None:
+        """The step an allocation is of: its spec says, or its step label does."""
         if alloc.spec.step is not None:
             return alloc.spec.step
         label = alloc.metadata.labels.get(STEP_LABEL)
-        return by_label.get(label) if label else None
+        return self.by_label.get(label) if label else None
 
-    def target_of_allocation(alloc: Allocation) -> str | None:
+    def target(self, alloc: Allocation) -> str | None:
+        """The target an allocation runs on, which that target's report must mention."""
         if alloc.metadata.labels.get(EXTERNAL_LABEL):
             return alloc.metadata.labels[EXTERNAL_LABEL]
-        step = owner(alloc)
-        return target_of.get(step) if step else None
+        step = self.owner(alloc)
+        return self.target_of.get(step) if step else None
 
+
+def _empty_reports(reports: Iterable[Report], allocations: Mapping[str, Allocation],
+                   inputs: _Inputs) -> list[Diagnostic]:
+    """O003 for a report that lists nothing while the state holds running allocations
+    on its target: a wrong kubectl context or AWS region looks the same."""
+    problems = []
     for report in reports:
-        if report.kind is not None and report.ok and report.entries == 0 and not allow_empty:
-            held = sorted(n for n, a in allocations.items() if target_of_allocation(a) == report.kind)
-            if held:
-                problems.append(Diagnostic(report.file, 1, 1, 1, 1, d.O003.id, d.O003.severity,
-                                           f"the {report.kind} report lists nothing, but the state holds "
-                                           f"{len(held)} running allocation(s) there ({', '.join(held[:5])}); a "
-                                           "wrong kubectl context or AWS region looks the same: check it, or "
-                                           "give --allow-empty if nothing runs"))
-
-    items = _own_entries(items, steps, components, config, problems)
-    chosen = _one_per_step(items, problems, {r.id: step_inputs(r) for r in requests})
-    for step, item in sorted(chosen.items()):
-        if step not in steps:
-            problems.append(_at(item, d.O002, f"step {step} is not in the inputs given; ignored"))
-    if not observed.ok:
-        return observed
-    mine = {name: owner(a) for name, a in allocations.items()}
-    step_allocations: dict[str, list[str]] = {}
-    for name, owned in mine.items():
-        if owned is not None:
-            step_allocations.setdefault(owned, []).append(name)
-
-    for step, item in sorted(chosen.items()):
-        request = steps.get(step)
-        if request is None:
+        if report.kind is None or not report.ok or report.entries != 0:
             continue
-        label = step_label(step)
-        held = step_allocations.get(step, [])
-        if item.status in (FINISHED, PENDING):
-            recorded = next((allocations[n].metadata.labels.get(INPUTS_LABEL) for n in held
-                             if allocations[n].metadata.labels.get(INPUTS_LABEL)), None)
-            for name in held:
-                allocations.pop(name, None)
-                observed.removed.append(name)
-            if item.status == FINISHED:
-                finished[label] = item.inputs or recorded or step_inputs(request)
-                observed.completed.append(step)
-            else:
-                finished.pop(label, None)
-            continue
-        finished.pop(label, None)
+        held = sorted(n for n, a in allocations.items() if inputs.target(a) == report.kind)
         if held:
-            for name in held:
-                current = allocations[name]
-                update: dict[str, object] = {}
-                if item.started_at is not None:
-                    update["started_at"] = format_time(item.started_at)
-                if _workload(item) is not None:
-                    update["workload"] = _workload(item)   # what gate mode stops when a plan preempts it
-                if update:
-                    allocations[name] = current.model_copy(update={"spec": current.spec.model_copy(update=update)})
-                observed.kept.append(name)
-            continue
-        placed = _placement(item, request, queues, config)
-        if isinstance(placed, str):
-            problems.append(_at(item, d.O002, placed))
-            continue
-        if placed is None or request.requester is None:
-            continue   # unmanaged: it runs outside every pool
-        alloc = new_allocation(step, request.requester, placed[0], placed[1], request.preemptible, request.demand,
-                               started_at=item.started_at, inputs=item.inputs or step_inputs(request),
-                               workload=_workload(item))
-        allocations[alloc.metadata.name] = alloc
-        observed.added.append(alloc.metadata.name)
+            problems.append(Diagnostic(report.file, 1, 1, 1, 1, d.O003.id, d.O003.severity,
+                                       f"the {report.kind} report lists nothing, but the state holds "
+                                       f"{len(held)} running allocation(s) there ({', '.join(held[:5])}); a "
+                                       "wrong kubectl context or AWS region looks the same: check it, or "
+                                       "give --allow-empty if nothing runs"))
+    return problems
 
-    # poolc's allocations on a reported target that the cluster no longer mentions
+
+def _held_by_step(owners: Mapping[str, str | None]) -> dict[str, list[str]]:
+    """Step -> the names of the allocations it holds in the state file."""
+    held: dict[str, list[str]] = {}
+    for name, owned in owners.items():
+        if owned is not None:
+            held.setdefault(owned, []).append(name)
+    return held
+
+
+def _unknown_steps(chosen: Mapping[str, Observation], inputs: _Inputs) -> list[Diagnostic]:
+    """An error for each step the cluster reports that the inputs given do not have."""
+    return [_at(item, d.O002, f"step {step} is not in the inputs given; ignored")
+            for step, item in sorted(chosen.items()) if step not in inputs.steps]
+
+
+def _apply_all(chosen: Mapping[str, Observation], held: Mapping[str, Sequence[str]], inputs: _Inputs,
+               allocations: dict[str, Allocation], observed: Observed) -> None:
+    """Each step's chosen entry applied to its allocations, in step order."""
+    for step, item in sorted(chosen.items()):
+        request = inputs.steps.get(step)
+        if request is not None:
+            _apply(item, request, held.get(step, []), inputs, allocations, observed)
+
+
+def _apply(item: Observation, request: StepRequest, held: Sequence[str], inputs: _Inputs,
+           allocations: dict[str, Allocation], observed: Observed) -> None:
+    """What the entry that speaks for a step does to its allocations (module doc)."""
+    if item.status in (FINISHED, PENDING):
+        _leave(item, request, held, allocations, observed)
+        return
+    observed.finished.pop(step_label(request.id), None)
+    if held:
+        _keep(item, held, allocations, observed)
+    else:
+        _place(item, request, inputs, allocations, observed)
+
+
+def _leave(item: Observation, request: StepRequest, held: Sequence[str], allocations: dict[str, Allocation],
+           observed: Observed) -> None:
+    """A finished or pending step's allocations go; a finished one is recorded with the
+    inputs it ran with (as `poolc state rm` does), a pending one is planned again."""
+    recorded = next((allocations[n].metadata.labels.get(INPUTS_LABEL) for n in held
+                     if allocations[n].metadata.labels.get(INPUTS_LABEL)), None)
+    for name in held:
+        allocations.pop(name, None)
+        observed.removed.append(name)
+    label = step_label(request.id)
+    if item.status == FINISHED:
+        observed.finished[label] = item.inputs or recorded or step_inputs(request)
+        observed.completed.append(request.id)
+    else:
+        observed.finished.pop(label, None)
+
+
+def _keep(item: Observation, held: Sequence[str], allocations: dict[str, Allocation], observed: Observed) -> None:
+    """A running step keeps its allocations, with the cluster's start time and Workload."""
+    update = _run_facts(item)
+    for name in held:
+        if update:
+            current = allocations[name]
+            allocations[name] = current.model_copy(update={"spec": current.spec.model_copy(update=update)})
+        observed.kept.append(name)
+
+
+def _place(item: Observation, request: StepRequest, inputs: _Inputs, allocations: dict[str, Allocation],
+           observed: Observed) -> None:
+    """A running step the state does not hold gains an allocation where the cluster
+    runs it; unmanaged work (outside every pool) gains none."""
+    placed = _placement(item, request, inputs.queues, inputs.config)
+    if isinstance(placed, str):
+        observed.diagnostics.append(_at(item, d.O002, placed))
+        return
+    if placed is None or request.requester is None:
+        return
+    alloc = new_allocation(request.id, request.requester, placed[0], placed[1], request.preemptible,
+                           request.demand, started_at=item.started_at, inputs=item.inputs or step_inputs(request),
+                           workload=_workload(item))
+    allocations[alloc.metadata.name] = alloc
+    observed.added.append(alloc.metadata.name)
+
+
+def _run_facts(item: Observation) -> dict[str, object]:
+    """What an allocation records of a running entry: its start time, and the Workload
+    that gate mode stops when a plan preempts it."""
+    facts: dict[str, object] = {}
+    if item.started_at is not None:
+        facts["started_at"] = format_time(item.started_at)
+    if _workload(item) is not None:
+        facts["workload"] = _workload(item)
+    return facts
+
+
+def _drop_unmentioned(allocations: dict[str, Allocation], owners: Mapping[str, str | None],
+                      chosen: Mapping[str, Observation], inputs: _Inputs, reported: set[str],
+                      observed: Observed) -> None:
+    """poolc's allocations on a reported target that the cluster no longer mentions go."""
     for name in sorted(allocations):
-        owned = mine.get(name)
-        if owned is None or owned in chosen or owned not in steps:
+        owned = owners.get(name)
+        if owned is None or owned in chosen or owned not in inputs.steps:
             continue
-        if target_of.get(owned) in reported:
+        if inputs.target_of.get(owned) in reported:
             del allocations[name]
             observed.removed.append(name)
 
-    if KUEUE in reported:
-        _foreign(items, queues, allocations, observed)
+
+def _settled(state: StateRead, allocations: Mapping[str, Allocation], observed: Observed) -> Observed:
+    """``observed`` with the state to write, its lists in name order."""
     observed.allocations = [allocations[n] for n in sorted(allocations)]
-    observed.state = state_dict(state, observed.allocations, finished)
+    observed.state = state_dict(state, observed.allocations, observed.finished)
     for bucket in (observed.added, observed.removed, observed.kept, observed.completed, observed.external):
         bucket.sort()
     return observed
@@ -346,11 +443,7 @@ def _foreign(items: Iterable[Observation], queues: Mapping[str, tuple[str, str, 
         policy, pool, subject, preemptible = queues[item.queue]
         name = external_name(item.name)
         spec: dict[str, object] = {"subject": subject, "pool": pool, "preemptible": preemptible,
-                                   "holds": dict(item.holds)}
-        if item.started_at is not None:
-            spec["started_at"] = format_time(item.started_at)
-        if _workload(item) is not None:
-            spec["workload"] = _workload(item)
+                                   "holds": dict(item.holds), **_run_facts(item)}
         alloc = Allocation.model_validate({
             "apiVersion": "poolc/v1", "kind": "Allocation",
             "metadata": {"name": name, "labels": {EXTERNAL_LABEL: KUEUE, POLICY_LABEL: policy},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import SequenceNode
@@ -40,75 +41,112 @@ def load_text(file: str, text: str, max_documents: int | None = None,
     file that never mentions ``poolc/`` is not even parsed: a pre-commit hook may
     hand us Helm templates or CloudFormation, which are not ours to judge. A file
     that is not valid YAML is reported only if it declares ``apiVersion: poolc/``."""
-    documents: list[Document] = []
-    problems: list[Diagnostic] = []
-    lazy: FilePositions | None = None
     if not mentions_poolc(text):
         _tally(counts, "foreign", foreign_count(text))
-        return documents, problems
+        return [], []
     ours = OURS.search(text) is not None
-    deep = too_deep(text)
-    if deep is not None:
-        if not ours:
-            return documents, problems
-        line, col = offset_to_position(text, deep)
-        return documents, [error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", line, col)]
-    block = block_too_deep(text)
-    if block is not None:
-        return documents, ([error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", *block)]
-                           if ours else [])
+    nesting = _nesting_problem(file, text)
+    if nesting is not None:
+        return [], [nesting] if ours else []
+    reader = _TextReader(file, text, counts, cache)
     try:
-        for index, node in enumerate(compose_all(text)):
-            if node is None:
-                continue
-            if isinstance(node, SequenceNode) and any(node_is_ours(item) for item in node.value):
-                line, col, end_line, end_col = node_span(node)
-                problems.append(Diagnostic(file, line, col, end_line, end_col, d.Y008.id, "error",
-                                           "this document is a list of poolc documents; write each "
-                                           "as its own document separated by '---'"))
-                _tally(counts, "documents")
-                continue
-            if not node_is_ours(node):
-                _tally(counts, "foreign")
-                continue
-            _tally(counts, "documents")
-            if lazy is None:
-                lazy = FilePositions(file, text, cache if cache is not None else PositionCache())
-            lazy.note(index, node)
-            try:
-                doc = Document(file, index, Builder(record=False).build(node, (), 0), node_span(node), lazy=lazy)
-            except Reject as reject:
-                line, col, end_line, end_col = node_span(reject.node)
-                problems.append(Diagnostic(file, line, col, end_line, end_col, reject.rule.id,
-                                           reject.rule.severity, reject.message))
-                continue
-            documents.append(doc)
-            if max_documents is not None and len(documents) > max_documents:
-                break   # the caller reports the budget; composing the rest would only cost time
-    except MarkedYAMLError as exc:
+        reader.read(max_documents)
+    except (YAMLError, RecursionError, ValueError) as exc:
         if not ours:
             return [], []
+        reader.problems.append(_syntax_error(file, text, exc))
+    reader.settle()
+    return reader.documents, reader.problems
+
+
+def _nesting_problem(file: str, text: str) -> Diagnostic | None:
+    """Y006 where the text nests deeper than the composer's stack bears, found before
+    parsing (``too_deep``, ``block_too_deep``): parsing it would kill the process."""
+    deep = too_deep(text)
+    if deep is not None:
+        line, col = offset_to_position(text, deep)
+    else:
+        block = block_too_deep(text)
+        if block is None:
+            return None
+        line, col = block
+    return error_at(file, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", line, col)
+
+
+class _TextReader:
+    """One file's text read document by document; what it found so far survives a
+    YAML error further down, which ``load_text`` then reports beside it."""
+
+    def __init__(self, file: str, text: str, counts: dict[str, int] | None, cache: PositionCache | None) -> None:
+        self.file = file
+        self.text = text
+        self.counts = counts
+        self.cache = cache
+        self.documents: list[Document] = []
+        self.problems: list[Diagnostic] = []
+        self.lazy: FilePositions | None = None     # made for the file's first poolc document
+
+    def read(self, max_documents: int | None) -> None:
+        """Every document of the text, until one past ``max_documents`` of poolc's: the
+        caller reports the budget, and composing the rest would only cost time."""
+        for index, node in enumerate(compose_all(self.text)):
+            if node is None or not self._take(index, node):
+                continue
+            if max_documents is not None and len(self.documents) > max_documents:
+                break
+
+    def _take(self, index: int, node: Any) -> bool:
+        """One document: a list of poolc documents is an error, a foreign one is only
+        counted, and one of poolc's becomes a Document unless the builder rejects it.
+        True when it did (only then can the budget be spent)."""
+        if isinstance(node, SequenceNode) and any(node_is_ours(item) for item in node.value):
+            self.problems.append(_at_node(self.file, node, d.Y008, "this document is a list of poolc documents; "
+                                          "write each as its own document separated by '---'"))
+            _tally(self.counts, "documents")
+            return False
+        if not node_is_ours(node):
+            _tally(self.counts, "foreign")
+            return False
+        _tally(self.counts, "documents")
+        if self.lazy is None:
+            self.lazy = FilePositions(self.file, self.text, self.cache if self.cache is not None else PositionCache())
+        self.lazy.note(index, node)
+        try:
+            data = Builder(record=False).build(node, (), 0)
+        except Reject as reject:
+            self.problems.append(_at_node(self.file, reject.node, reject.rule, reject.message))
+            return False
+        self.documents.append(Document(self.file, index, data, node_span(node), lazy=self.lazy))
+        return True
+
+    def settle(self) -> None:
+        """A file of one document is read whole anyway: its lines table goes (20,000
+        small tables less in a large repository)."""
+        if self.lazy is not None and self.lazy.lines is not None and len(self.lazy.lines) < 2:
+            self.lazy.lines = None
+
+
+def _at_node(file: str, node: Any, rule: d.Rule, message: str) -> Diagnostic:
+    """A diagnostic over the whole of ``node``, as its span in the file says."""
+    line, col, end_line, end_col = node_span(node)
+    return Diagnostic(file, line, col, end_line, end_col, rule.id, rule.severity, message)
+
+
+def _syntax_error(file: str, text: str, exc: Exception) -> Diagnostic:
+    """Y002 for a text ruamel.yaml cannot read, where the error says it is."""
+    if isinstance(exc, MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or "invalid YAML"
         if exc.context and exc.problem:
             problem = f"{problem} ({exc.context})"
-        problems.append(error_at(file, d.Y002, f"YAML syntax error: {problem}", line, col))
-    except ReaderError as exc:
-        if not ours:
-            return [], []
+        return error_at(file, d.Y002, f"YAML syntax error: {problem}", line, col)
+    if isinstance(exc, ReaderError):
         line, col = offset_to_position(text, exc.position) if isinstance(exc.position, int) else (1, 1)
         char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
-        problems.append(error_at(file, d.Y002, f"YAML syntax error: character U+{char:04X} is not "
-                                  "allowed in YAML (control characters must be escaped in a quoted string)",
-                                  line, col))
-    except (YAMLError, RecursionError, ValueError) as exc:
-        if not ours:
-            return [], []
-        problems.append(error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0]))
-    if lazy is not None and lazy.lines is not None and len(lazy.lines) < 2:
-        lazy.lines = None     # a file of one document is read whole anyway: 20,000 small tables less
-    return documents, problems
+        return error_at(file, d.Y002, f"YAML syntax error: character U+{char:04X} is not allowed in YAML "
+                        "(control characters must be escaped in a quoted string)", line, col)
+    return error_at(file, d.Y002, f"YAML syntax error: {exc}".splitlines()[0])
 
 
 class Budget:
@@ -196,11 +234,9 @@ def load_plain(path: str) -> tuple[Document | None, list[Diagnostic]]:
     text, problem = decode(path, raw)
     if text is None:
         return None, [problem] if problem else []
-    deep = too_deep(text)
-    block = block_too_deep(text) if deep is None else None
-    if deep is not None or block is not None:
-        line, col = offset_to_position(text, deep) if deep is not None else block  # type: ignore[misc]
-        return None, [error_at(path, d.Y006, f"nesting is deeper than {MAX_DEPTH} levels", line, col)]
+    nesting = _nesting_problem(path, text)
+    if nesting is not None:
+        return None, [nesting]
     try:
         for node in compose_all(text):
             if node is None:
@@ -209,9 +245,7 @@ def load_plain(path: str) -> tuple[Document | None, list[Diagnostic]]:
             try:
                 data = builder.build(node, (), 0)
             except Reject as reject:
-                line, col, end_line, end_col = node_span(reject.node)
-                return None, [Diagnostic(path, line, col, end_line, end_col, reject.rule.id,
-                                         reject.rule.severity, reject.message)]
+                return None, [_at_node(path, reject.node, reject.rule, reject.message)]
             return Document(path, 0, data, node_span(node), builder.keys, builder.values), []
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
