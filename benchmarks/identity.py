@@ -16,6 +16,8 @@ pool can admit), it compares:
 - ``apply`` into an empty output directory: every file of the tree, and the state;
 - ``plan --out`` (the PLANFILE), ``show`` of it, ``plan --base`` against it, and
   ``apply --plan`` of it into an empty directory: the tree and the state;
+- ``plan --forecast --out`` (a PLANFILE with its forecast) and ``plan --base
+  --forecast`` against it, in JSON and Markdown (the forecast base read back);
 - ``state list`` of the state that apply wrote;
 
 and each command's exit code and standard error. One line per artefact: ``identical``,
@@ -99,6 +101,13 @@ def artefacts(code: Path, inputs: Path, work: Path, strategy: str) -> dict[str, 
     run("show", ["show", "saved.plan.json"])
     for fmt in ("text", "markdown", "json"):
         run(f"plan --base --format {fmt}", ["plan", *base, "--base", "saved.plan.json", "--format", fmt])
+    # the forecast base: a plan file with its forecast, read back by `plan --base --forecast`
+    run("plan --forecast --out", ["plan", *base, "--forecast", "--out", "forecast.plan.json", "--quiet"])
+    found["plan --forecast --out: the file"] = (work / "forecast.plan.json").read_bytes() \
+        if (work / "forecast.plan.json").exists() else b"(none)"
+    for fmt in ("json", "markdown"):
+        run(f"plan --base --forecast --format {fmt}",
+            ["plan", *base, "--base", "forecast.plan.json", "--forecast", "--format", fmt])
     run("apply", ["apply", *base, "--output-dir", "deploy", "--state", "applied.state.json", "--now", NOW])
     found["apply: the tree"] = tree_bytes(work / "deploy")
     found["apply: the state"] = (work / "applied.state.json").read_bytes() \
