@@ -57,7 +57,8 @@ def humanize(plan: Plan, message: str) -> str:
 # shapes of a clause that is about one key, whose bare numbers are amounts of it
 _OF_KEY = re.compile(r"\bholds (-?\d+) of (-?\d+) ([a-z][a-z0-9_]*)\b")
 _OF_RESERVED = re.compile(r"\bholds (-?\d+) of reserved ([a-z][a-z0-9_]*)=(-?\d+), needs (-?\d+)\b")
-_KEY_LEAD = re.compile(r"^(also |in pool \S+: )?([a-z][a-z0-9_]*): needs ")
+# "gpu: needs", also after "also " and "also in pool p: " (the other pools' binding rules)
+_KEY_LEAD = re.compile(r"^(?:also )?(?:in pool \S+: )?([a-z][a-z0-9_]*): needs ")
 _LIMITS = re.compile(r"\b(limits|forbids) ([a-z][a-z0-9_]*) ")
 _BARE = re.compile(r"\b(needs|free|by|hold|to) (-?\d+)\b")
 
@@ -88,8 +89,8 @@ def _clause(plan: Plan, clause: str, metered: set[str]) -> str:
         key = of = found[3]
         clause = _OF_KEY.sub(lambda m: f"holds {one(of, m[1])} of {one(of, m[2])}", clause)
     lead = _KEY_LEAD.match(clause)
-    if key is None and lead and lead[2] in metered:
-        key = lead[2]
+    if key is None and lead and lead[1] in metered:
+        key = lead[1]
         clause = clause.replace(f"{key}: needs ", f"{key_word(key)}: needs ", 1)
     limits = _LIMITS.search(clause)
     if key is None and limits and limits[2] in metered:

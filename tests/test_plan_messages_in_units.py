@@ -1,0 +1,34 @@
+"""Every clause of a plan message is said in the platform's units in the text plan and
+the comment, the binding rules of the other pools included ("also in pool p: ..."):
+a reviewer who reads "needs 32 cores" in one clause must not read "needs 32000" in the
+next and take it for cores. The plan JSON keeps the canonical numbers."""
+
+from __future__ import annotations
+
+from poolc.domain.plan import Plan, PoolUsage, SolverInfo
+from poolc.report.plan_view import humanize
+
+CAPACITY = {"gpu": 16, "mcpu": 400_000, "memory_mb": 2_048_000}
+
+
+def _plan() -> Plan:
+    pools = tuple(PoolUsage(name, CAPACITY, dict.fromkeys(CAPACITY, 0), CAPACITY) for name in ("p1", "p2"))
+    return Plan(solver=SolverInfo("zenml", "FEASIBLE", (), 0.0), inputs_digest="sha256:0", requests=(),
+                preempted=(), pools=pools, diagnostics=())
+
+
+def test_the_other_pools_clauses_are_in_units_too():
+    message = ("mcpu: needs 32000, free 7000 in pool p1 (borrowers at priority 50 or above hold 568000 it may not); "
+               "also in pool p2: mcpu: needs 32000, free 4000 in pool p2 (borrowers below priority 10 hold 16000 "
+               "it may preempt; borrowers at priority 10 or above hold 359000 it may not); "
+               "also in pool p2: gpu: needs 4, free 0 in pool p2")
+    assert humanize(_plan(), message) == (
+        "CPU: needs 32 cores, free 7 cores in pool p1 (borrowers at priority 50 or above hold 568 cores it may "
+        "not); also in pool p2: CPU: needs 32 cores, free 4 cores in pool p2 (borrowers below priority 10 hold "
+        "16 cores it may preempt; borrowers at priority 10 or above hold 359 cores it may not); "
+        "also in pool p2: GPU: needs 4 GPU, free 0 GPU in pool p2")
+
+
+def test_a_key_no_pool_meters_is_left_as_written():
+    message = "also in pool p2: licence: needs 2, free 0 in pool p2"
+    assert humanize(_plan(), message) == message
