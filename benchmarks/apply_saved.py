@@ -34,7 +34,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +42,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from plan_cli import _bytecode_env, _compile_once, write_instance  # noqa: E402
 from plan_scale import make_problem  # noqa: E402
-from trees import poolc_tree  # noqa: E402
+from trees import in_work_dir, poolc_tree  # noqa: E402
 
 from poolc.domain.eligibility import eligible_policies  # noqa: E402
 from poolc.domain.problem import Problem  # noqa: E402
@@ -146,12 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-reserve", action="store_true", help="no policy reserves anything (see above)")
     ap.add_argument("--keep", type=Path, help="work here (else a temporary directory)")
     args = ap.parse_args(argv)
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        run(args, args.keep)
-        return
-    with tempfile.TemporaryDirectory(prefix="poolc-apply-saved-") as scratch:
-        run(args, Path(scratch))
+    in_work_dir(args.keep, "poolc-apply-saved-", lambda work: run(args, work))
 
 
 if __name__ == "__main__":

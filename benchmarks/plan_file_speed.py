@@ -24,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +33,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from apply_saved import admissible, poolc  # noqa: E402
 from plan_cli import _bytecode_env, _compile_once, write_instance  # noqa: E402
 from plan_scale import make_problem  # noqa: E402
-from trees import poolc_tree  # noqa: E402
+from trees import in_work_dir, poolc_tree  # noqa: E402
 
 # the child: read and write the plan file REPEAT times each, print one JSON line
 CHILD = r"""
@@ -105,12 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="work here (else a temporary directory)")
     args = ap.parse_args(argv)
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        run(args, args.keep)
-        return
-    with tempfile.TemporaryDirectory(prefix="poolc-plan-file-") as scratch:
-        run(args, Path(scratch))
+    in_work_dir(args.keep, "poolc-plan-file-", lambda work: run(args, work))
 
 
 if __name__ == "__main__":
