@@ -32,3 +32,15 @@ def test_the_other_pools_clauses_are_in_units_too():
 def test_a_key_no_pool_meters_is_left_as_written():
     message = "also in pool p2: licence: needs 2, free 0 in pool p2"
     assert humanize(_plan(), message) == message
+
+
+def test_the_keys_a_victim_was_preempted_on_are_named_as_people_read_them():
+    plan = _plan()
+    assert humanize(plan, "preempted for a/b (priority 100) on gpu, mcpu; it borrowed gpu=4, mcpu=8000 above "
+                          "policy q's reserved share") == \
+        "preempted for a/b (priority 100) on GPU, CPU; it borrowed 4 GPU, 8 cores above policy q's reserved share"
+    assert humanize(plan, "its running allocation x-1 is preempted for a/b on memory_mb; the step waits to be "
+                          "admitted again") == \
+        "its running allocation x-1 is preempted for a/b on memory; the step waits to be admitted again"
+    unmetered = "preempted for a/b on licence; it borrowed licence=1 above its policy's reserved share"
+    assert humanize(plan, unmetered) == unmetered

@@ -447,7 +447,7 @@ def test_text_plan(tmp_path, monkeypatch):
         "      pool; add a Policy for it to manage it\n",
         "Running work preempted (1)\n  sweep-old (research-k8s)  in pool dc\n"
         "      preempted for train/eval, train/train (priority "
-        "100) on gpu; it borrowed 4 GPU above policy\n      research's reserved share\n",
+        "100) on GPU; it borrowed 4 GPU above policy\n      research's reserved share\n",
         "Changes\n  running steps: 3 start, 1 stop, 0 keep running\n"
         "  + research/probe (research-k8s) starts\n"          # no labels.team: the team is the component
         "  + train/eval (prod-k8s) starts\n  + train/train (prod-k8s) starts\n  - sweep-old (research-k8s) stops\n"

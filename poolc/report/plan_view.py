@@ -44,7 +44,8 @@ def humanize(plan: Plan, message: str) -> str:
     """A plan message as people read it: every amount in the plan's unit family
     (``gpu=4, mcpu=16000`` -> ``4 GPU, 16 cores``; ``holds 336000 of 384000 mcpu``
     -> ``holds 336 cores of 384 cores``; ``memory_mb: needs 200000, free 0`` ->
-    ``memory: needs 200 GB, free 0``) and a step's own allocation named by the step
+    ``memory: needs 200 GB, free 0``; ``preempted ... on gpu, mcpu`` -> ``on GPU, CPU``)
+    and a step's own allocation named by the step
     (the JSON keeps the canonical message). The canonical messages put an amount
     in one of these few shapes (planner/explain.py, domain/eligibility.py); each
     is read here, clause by clause, with the key the clause is about."""
@@ -61,6 +62,8 @@ _OF_RESERVED = re.compile(r"\bholds (-?\d+) of reserved ([a-z][a-z0-9_]*)=(-?\d+
 _KEY_LEAD = re.compile(r"^(?:also )?(?:in pool \S+: )?([a-z][a-z0-9_]*): needs ")
 _LIMITS = re.compile(r"\b(limits|forbids) ([a-z][a-z0-9_]*) ")
 _BARE = re.compile(r"\b(needs|free|by|hold|to) (-?\d+)\b")
+# the keys a victim was preempted on, at the end of its clause ("preempted for x on gpu, mcpu")
+_PREEMPTED_ON = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
 
 
 def _clauses(message: str) -> list[str]:
@@ -96,6 +99,10 @@ def _clause(plan: Plan, clause: str, metered: set[str]) -> str:
     if key is None and limits and limits[2] in metered:
         key = limits[2]
         clause = clause.replace(f"{limits[1]} {key} ", f"{limits[1]} {key_word(key)} ", 1)
+    on = _PREEMPTED_ON.search(clause)
+    if on:
+        keys = ", ".join(key_word(k) if k in metered else k for k in on[1].split(", "))
+        clause = clause[:on.start(1)] + keys
     clause = _AMOUNTS.sub(lambda m: one(m[1], m[2]) if m[1] in metered else m[0], clause)
     if key is not None:
         about = key
