@@ -5,6 +5,8 @@ next and take it for cores. The plan JSON keeps the canonical numbers."""
 
 from __future__ import annotations
 
+import re
+
 from poolc.domain.plan import Plan, PoolUsage, SolverInfo
 from poolc.report.plan_view import humanize
 
@@ -44,3 +46,29 @@ def test_the_keys_a_victim_was_preempted_on_are_named_as_people_read_them():
         "its running allocation x-1 is preempted for a/b on memory; the step waits to be admitted again"
     unmetered = "preempted for a/b on licence; it borrowed licence=1 above its policy's reserved share"
     assert humanize(plan, unmetered) == unmetered
+
+
+def test_a_generated_platforms_comment_and_text_say_no_canonical_amount(tmp_path):
+    """Every message of a 1,000-request platform (every shape the planner writes on a
+    busy day: capacity, limits, shares, several pools, preemptions, Kueue's
+    differences), as the comment and the text plan say it: no canonical key
+    (``mcpu``, ``memory_mb``, ``step_run``) and no ``key=value`` pair is left."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "benchmarks"))
+    from plan_cli import write_instance
+    from plan_scale import make_problem
+
+    write_instance(make_problem(1, n_requests=1000), tmp_path / "platform")
+    for fmt in ("markdown", "text"):
+        done = subprocess.run([sys.executable, "-m", "poolc", "plan", "--strategy", "zenml", "--format", fmt,
+                               str(tmp_path / "platform")], capture_output=True, text=True, check=False,
+                              cwd=tmp_path, env={"PYTHONPATH": str(repo), "COLUMNS": "200", "PATH": ""})
+        assert done.returncode in (0, 1), done.stderr[-2000:]
+        said = re.sub(r"`[^`]*`", "", done.stdout)          # names in code spans are names
+        assert "needs" in said and "preempted for" in said, said[:2000]
+        leaks = sorted(set(re.findall(r"\b(?:mcpu|memory_mb|step_run)\b|\b[a-z_]+=\d+", said)))
+        assert not leaks, (fmt, leaks[:10])
