@@ -9,18 +9,14 @@ derived from it, the pipeline's team beside it, amounts in GPU/cores/GiB.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..domain.amounts import Units
 from ..domain.change import ABSENT, BaseComparison, InputChange
 from ..domain.plan import Plan, PlannedRequest
-from .quantities import key_word
-
-_AMOUNTS = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
-_RUNNING_AS = re.compile(r"already running as allocation ([a-z0-9][a-z0-9-]*)")
-_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*) (is|was) ")
+from ..domain.said import Amount, KeyWords, Said, read_said
 
 # what the cluster will do, in words, by the runtime difference's cluster outcome
 _CLUSTER_WILL = {"pending": "stays pending", "admitted": "runs", "running": "keeps running",
@@ -45,69 +41,39 @@ def humanize(plan: Plan, message: str) -> str:
     (``gpu=4, mcpu=16000`` -> ``4 GPU, 16 cores``; ``holds 336000 of 384000 mcpu``
     -> ``holds 336 cores of 384 cores``; ``memory_mb: needs 200000, free 0`` ->
     ``memory: needs 200 GB, free 0``; ``preempted ... on gpu, mcpu`` -> ``on GPU, CPU``)
-    and a step's own allocation named by the step
-    (the JSON keeps the canonical message). The canonical messages put an amount
-    in one of these few shapes (planner/explain.py, domain/eligibility.py); each
-    is read here, clause by clause, with the key the clause is about."""
-    metered = {key for pool in plan.pools for key in pool.capacity} | {"gpu", "mcpu", "memory_mb", "step_run"}
-    message = "; ".join(_clause(plan, clause, metered) for clause in _clauses(message))
-    message = _RUNNING_AS.sub(lambda m: "already running" if plan.step_of_allocation(m[1]) else m[0], message)
-    return _ITS_ALLOCATION.sub(lambda m: f"its run {m[2]} " if plan.step_of_allocation(m[1]) else m[0], message)
+    and a step's own allocation named by the step (the JSON keeps the canonical
+    message). Its parts are marked once (``domain.said``); here they are worded."""
+    return say(plan, _parts_of(message))
 
 
-# shapes of a clause that is about one key, whose bare numbers are amounts of it
-_OF_KEY = re.compile(r"\bholds (-?\d+) of (-?\d+) ([a-z][a-z0-9_]*)\b")
-_OF_RESERVED = re.compile(r"\bholds (-?\d+) of reserved ([a-z][a-z0-9_]*)=(-?\d+), needs (-?\d+)\b")
-# "gpu: needs", also after "also " and "also in pool p: " (the other pools' binding rules)
-_KEY_LEAD = re.compile(r"^(?:also )?(?:in pool \S+: )?([a-z][a-z0-9_]*): needs ")
-_LIMITS = re.compile(r"\b(limits|forbids) ([a-z][a-z0-9_]*) ")
-_BARE = re.compile(r"\b(needs|free|by|hold|to) (-?\d+)\b")
-# the keys a victim was preempted on, at the end of its clause ("preempted for x on gpu, mcpu")
-_PREEMPTED_ON = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
+@lru_cache(maxsize=4096)
+def _parts_of(message: str) -> Said:
+    """A plan repeats its messages (thousands of steps wait for the same reason)."""
+    return read_said(message)
 
 
-def _clauses(message: str) -> list[str]:
-    """``message`` split at each ``; `` outside parentheses (a note in parentheses
-    belongs to its clause's key)."""
-    found, depth, start = [], 0, 0
-    for i, char in enumerate(message):
-        depth += (char == "(") - (char == ")")
-        if depth == 0 and message.startswith("; ", i):
-            found.append(message[start:i])
-            start = i + 2
-    return [*found, message[start:]]
-
-
-def _clause(plan: Plan, clause: str, metered: set[str]) -> str:
+def say(plan: Plan, said: Said) -> str:
+    """``said`` in the plan's units: an amount or a key the platform meters is worded,
+    one it does not is left as written; a step's own allocation is named as its run."""
+    metered = _metered(plan)
     units = plan.units
+    words = []
+    for part in said.parts:
+        if isinstance(part, str):
+            words.append(part)
+        elif isinstance(part, Amount):
+            key = part.key_among(metered)
+            words.append(units.amount(key, part.value) if key is not None else part.text)
+        elif isinstance(part, KeyWords):
+            words.append(part.human if part.worded(metered) else part.text)
+        else:
+            words.append(part.human if plan.step_of_allocation(part.allocation) else part.text)
+    return "".join(words)
 
-    def one(key: str, value: str) -> str:
-        return units.amount(key, int(value))
 
-    clause = _OF_RESERVED.sub(lambda m: f"holds {one(m[2], m[1])} of the reserved {one(m[2], m[3])}, "
-                              f"needs {one(m[2], m[4])}" if m[2] in metered else m[0], clause)
-    found = _OF_KEY.search(clause)
-    key: str | None = None
-    if found and found[3] in metered:
-        key = of = found[3]
-        clause = _OF_KEY.sub(lambda m: f"holds {one(of, m[1])} of {one(of, m[2])}", clause)
-    lead = _KEY_LEAD.match(clause)
-    if key is None and lead and lead[1] in metered:
-        key = lead[1]
-        clause = clause.replace(f"{key}: needs ", f"{key_word(key)}: needs ", 1)
-    limits = _LIMITS.search(clause)
-    if key is None and limits and limits[2] in metered:
-        key = limits[2]
-        clause = clause.replace(f"{limits[1]} {key} ", f"{limits[1]} {key_word(key)} ", 1)
-    on = _PREEMPTED_ON.search(clause)
-    if on:
-        keys = ", ".join(key_word(k) if k in metered else k for k in on[1].split(", "))
-        clause = clause[:on.start(1)] + keys
-    clause = _AMOUNTS.sub(lambda m: one(m[1], m[2]) if m[1] in metered else m[0], clause)
-    if key is not None:
-        about = key
-        clause = _BARE.sub(lambda m: f"{m[1]} {one(about, m[2])}", clause)
-    return clause
+def _metered(plan: Plan) -> frozenset[str]:
+    """The keys the plan's pools meter, and the four every platform has."""
+    return frozenset({key for pool in plan.pools for key in pool.capacity} | {"gpu", "mcpu", "memory_mb", "step_run"})
 
 
 def who(plan: Plan, name: str) -> Who:

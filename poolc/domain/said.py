@@ -1,0 +1,171 @@
+"""A plan message as its parts: the canonical text the plan file holds, with each
+amount, key name and running allocation in it marked, so a renderer can say it in
+the platform's units without reading the sentence again (``report.plan_view.say``).
+
+The plan's messages are canonical text (``gpu: needs 4, free 0 in pool p``,
+``borrowing mcpu=16000``, ``holds 336000 of 384000 mcpu``): the JSON keeps them so,
+the same bytes on every run. ``read_said`` marks the parts of such a text once;
+which parts are worded otherwise depends on the platform (a key no pool meters is
+left as written), so each part says under what condition it changes, and the
+renderer, which knows the platform, decides.
+
+The shapes read here are the ones the planner writes (planner/explain.py,
+domain/eligibility.py, the resize notes of commands/planning.py), clause by
+clause: a message is clauses joined by ``; `` (a parenthesised note belongs to its
+clause), and a clause's bare numbers are amounts of the key the clause is about.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .amounts import key_word
+
+
+@dataclass(frozen=True)
+class Amount:
+    """An amount in the text: of ``key`` (``gpu=4``, or a number of a clause about
+    gpu), or, for a bare number, of the first key of ``about`` the platform meters."""
+
+    text: str
+    value: int
+    key: str | None = None
+    about: tuple[str, ...] = ()
+
+    def key_among(self, metered: frozenset[str] | set[str]) -> str | None:
+        """The key this amount is of on a platform that meters ``metered``; None: keep the text."""
+        if self.key is not None:
+            return self.key if self.key in metered else None
+        return next((k for k in self.about if k in metered), None)
+
+
+@dataclass(frozen=True)
+class KeyWords:
+    """Words that name ``key`` (``mcpu``; ``reserved`` before a share), said as
+    ``human`` when the platform meters the key and none of ``unless`` (a key the
+    clause names earlier takes precedence)."""
+
+    text: str
+    key: str
+    human: str
+    unless: tuple[str, ...] = ()
+
+    def worded(self, metered: frozenset[str] | set[str]) -> bool:
+        return self.key in metered and not any(k in metered for k in self.unless)
+
+
+@dataclass(frozen=True)
+class OwnRun:
+    """Words that name a running allocation, said as ``human`` when it is a step's own
+    (people know the step; the allocation's name is apply's)."""
+
+    text: str
+    allocation: str
+    human: str
+
+
+Part = str | Amount | KeyWords | OwnRun
+
+
+@dataclass(frozen=True)
+class Said:
+    """A message's canonical text and its parts (their texts joined are the text)."""
+
+    text: str
+    parts: tuple[Part, ...]
+
+
+def part_text(part: Part) -> str:
+    return part if isinstance(part, str) else part.text
+
+
+# shapes of a clause that is about one key, whose bare numbers are amounts of it
+_OF_KEY = re.compile(r"\bholds (-?\d+) of (-?\d+)( ([a-z][a-z0-9_]*))\b")
+_OF_RESERVED = re.compile(r"\bholds (-?\d+) of (reserved )(([a-z][a-z0-9_]*)=(-?\d+)), needs (-?\d+)\b")
+# "gpu: needs", also after "also " and "also in pool p: " (the other pools' binding rules)
+_KEY_LEAD = re.compile(r"^(?:also )?(?:in pool \S+: )?([a-z][a-z0-9_]*): needs ")
+_LIMITS = re.compile(r"\b(?:limits|forbids) ([a-z][a-z0-9_]*) ")
+_BARE = re.compile(r"\b(?:needs|free|by|hold|to) (-?\d+)\b")
+# the keys a victim was preempted on, at the end of its clause ("preempted for x on gpu, mcpu")
+_PREEMPTED_ON = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
+_PAIR = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
+_KEY = re.compile(r"[a-z][a-z0-9_]*")
+# a step's own allocation, named in the message
+_RUNNING_AS = re.compile(r"already running as allocation ([a-z0-9][a-z0-9-]*)")
+_ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*)(?= (?:is|was) )")
+
+Span = tuple[int, int, Part]
+
+
+def read_said(text: str) -> Said:
+    """``text`` with its parts marked (module doc)."""
+    spans: list[Span] = []
+    for start, clause in _clauses(text):
+        spans += [(start + a, start + b, part) for a, b, part in _clause_spans(clause)]
+    for found in _RUNNING_AS.finditer(text):
+        spans.append((found.start(), found.end(), OwnRun(found[0], found[1], "already running")))
+    for found in _ITS_ALLOCATION.finditer(text):
+        spans.append((found.start(), found.end(), OwnRun(found[0], found[1], "its run")))
+    parts: list[Part] = []
+    at = 0
+    for start, end, part in sorted(spans, key=lambda span: span[0]):
+        if start < at:
+            continue   # inside a span already marked
+        if start > at:
+            parts.append(text[at:start])
+        parts.append(part)
+        at = end
+    if at < len(text):
+        parts.append(text[at:])
+    return Said(text, tuple(parts))
+
+
+def _clauses(message: str) -> list[tuple[int, str]]:
+    """``message`` split at each ``; `` outside parentheses, each clause with its offset."""
+    found, depth, start = [], 0, 0
+    for i, char in enumerate(message):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and message.startswith("; ", i):
+            found.append((start, message[start:i]))
+            start = i + 2
+    return [*found, (start, message[start:])]
+
+
+def _clause_spans(clause: str) -> list[Span]:
+    """The marked parts of one clause, by their place in it."""
+    spans: list[Span] = []
+    about: list[str] = []        # the keys the clause may be about, first first
+    for m in _OF_RESERVED.finditer(clause):
+        key = m[4]
+        spans += [(m.start(1), m.end(1), Amount(m[1], int(m[1]), key)),
+                  (m.start(2), m.end(2), KeyWords(m[2], key, "the reserved ")),
+                  (m.start(3), m.end(3), Amount(m[3], int(m[5]), key)),
+                  (m.start(6), m.end(6), Amount(m[6], int(m[6]), key))]
+    first = _OF_KEY.search(clause)
+    if first:
+        of = first[4]
+        about.append(of)
+        for m in _OF_KEY.finditer(clause):
+            spans += [(m.start(1), m.end(1), Amount(m[1], int(m[1]), of)),
+                      (m.start(2), m.end(2), Amount(m[2], int(m[2]), of)),
+                      (m.start(3), m.end(3), KeyWords(m[3], of, ""))]
+    lead = _KEY_LEAD.match(clause)
+    if lead:
+        spans.append((lead.start(1), lead.end(1), KeyWords(lead[1], lead[1], key_word(lead[1]), tuple(about))))
+        about.append(lead[1])
+    limits = _LIMITS.search(clause)
+    if limits:
+        spans.append((limits.start(1), limits.end(1),
+                       KeyWords(limits[1], limits[1], key_word(limits[1]), tuple(about))))
+        about.append(limits[1])
+    on = _PREEMPTED_ON.search(clause)
+    if on:
+        for key in _KEY.finditer(clause, on.start(1)):
+            spans.append((key.start(), key.end(), KeyWords(key[0], key[0], key_word(key[0]))))
+    for m in _PAIR.finditer(clause):
+        spans.append((m.start(), m.end(), Amount(m[0], int(m[2]), m[1])))
+    if about:
+        for m in _BARE.finditer(clause):
+            spans.append((m.start(1), m.end(1), Amount(m[1], int(m[1]), None, tuple(about))))
+    return spans
