@@ -172,3 +172,12 @@ def test_also_where_a_key_is_not_metered(plans):
 def test_each_shape_alone(plans, message):
     for plan in plans[:1]:
         assert humanize(plan, message) == old_humanize(plan, message)
+
+
+def test_a_resized_steps_note_is_read_as_its_cause_and_its_own_message():
+    from poolc.domain.said import released_because
+
+    note = ("resized: its running allocation train--fit was released because it now asks gpu=8, mcpu=16000; "
+            "gpu: needs 8, free 0 in pool a")
+    assert released_because(note) == ("it now asks gpu=8, mcpu=16000", "gpu: needs 8, free 0 in pool a")
+    assert released_because("gpu: needs 8, free 0 in pool a") is None

@@ -98,6 +98,18 @@ _ITS_ALLOCATION = re.compile(r"its running allocation ([a-z0-9][a-z0-9-]*)(?= (?
 Span = tuple[int, int, Part]
 
 
+# the note of a step whose running allocation a change released (commands/planning.py)
+_RELEASED = re.compile(r"^resized: its running allocation \S+ was released because (.*?); (.*)$")
+
+
+def released_because(text: str) -> tuple[str, str] | None:
+    """A resized step's message (``resized: its running allocation x was released
+    because <why>; <the step's own message>``) as (why, the step's own message);
+    None for any other message."""
+    found = _RELEASED.match(text)
+    return (found[1], found[2]) if found else None
+
+
 def read_said(text: str) -> Said:
     """``text`` with its parts marked (module doc)."""
     spans: list[Span] = []

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from ..domain.amounts import Units
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, Preemption
+from ..domain.said import released_because
 from .plan_view import Who, cluster_differences, humanize, moves, preempted, who
 from .quantities import key_word
 
 PREEMPTED, STOPS, RESTARTS, MAY_RESTART = "preempted", "stops", "restarts", "may restart"
-_RELEASED = re.compile(r"^resized: its running allocation \S+ was released because (.*?); (.*)$")
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ def _released(plan: Plan, step: str | None) -> tuple[str, str]:
     request = next((r for r in plan.requests if r.id == step), None)
     if request is None:
         return "removed", "its step is no longer in the configuration, so apply deletes its Job"
-    found = _RELEASED.match(request.message)
-    because, rest = (found[1], found[2]) if found else ("its request changed", request.message)
+    because, rest = released_because(request.message) or ("its request changed", request.message)
     cause = "resized" if because.startswith("it now asks") else \
         "no longer admitted" if "no longer admits" in because else "changed"
     after = {"allocated": "it restarts at once", "queued": "the step waits: " + humanize(plan, rest),
