@@ -17,7 +17,7 @@ import pytest
 
 from poolc.domain.plan import Plan, PoolUsage
 from poolc.domain.plan_file import read_plan
-from poolc.domain.said import read_said
+from poolc.domain.said import part_text, read_said
 from poolc.report.plan_view import humanize
 from poolc.report.quantities import key_word
 
@@ -133,8 +133,7 @@ def test_every_message_reads_back_to_its_own_text(plans):
     for plan in plans:
         for message in _messages(plan):
             said = read_said(message)
-            assert said.text == message and "".join(p if isinstance(p, str) else p.text for p in said.parts) == \
-                message
+            assert said.text == message and "".join(part_text(p) for p in said.parts) == message
 
 
 def test_the_parts_say_every_message_as_the_sentence_reader_did(plans):

@@ -101,9 +101,6 @@ class PlannedRequest:
     # the allocation that already runs this step (the forecast's; not in the file)
     running: Annotated[str | None, Field(exclude=True), AfterValidator(_not_read)] = None
 
-    def as_dict(self) -> dict:
-        return _record(PlannedRequest).dump_python(self, mode="json")
-
 
 @dataclass(frozen=True)
 class External:
