@@ -64,3 +64,16 @@ def test_the_reader_declares_no_model_of_its_own():
     classes = [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
     assert classes == ["PlanFileError"], classes
     assert Plan.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_a_request_may_leave_out_its_optional_names(plan_with_base):
+    """As plan files always could: a request without requester, pool, policy or reason
+    reads them as null."""
+    data = json.loads(plan_with_base)
+    for key in ("requester", "pool", "policy", "reason"):
+        del data["requests"][0][key]
+    request = read_plan(json.dumps(data)).requests[0]
+    assert (request.requester, request.pool, request.policy, request.reason) == (None, None, None, None)
+    del data["requests"][0]["message"]
+    with pytest.raises(PlanFormatError, match=r"requests\[0\]: 'message' is missing"):
+        read_plan(json.dumps(data))

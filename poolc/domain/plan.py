@@ -66,6 +66,8 @@ Ints = Mapping[str, Int]
 Str = Annotated[str, Field(strict=True)]
 Flag = Annotated[bool, Field(strict=True)]
 Names = tuple[Str, ...]
+# a name a file may leave out (read as null, as plan files always were); the planner passes it
+OptionalStr = Annotated[Str | None, Field(default=None)]
 
 
 class PlanFormatError(ValueError):
@@ -89,14 +91,14 @@ def _not_read(_: object) -> None:
 @dataclass(frozen=True)
 class PlannedRequest:
     id: Str
-    requester: Str | None
+    requester: OptionalStr
     preemptible: Flag
     demand: Ints
     status: RequestStatus
-    pool: Str | None
-    policy: Str | None
+    pool: OptionalStr
+    policy: OptionalStr
     borrowed: Ints
-    reason: Str | None                # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
+    reason: OptionalStr               # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
     message: Str
     # the allocation that already runs this step (the forecast's; not in the file)
     running: Annotated[str | None, Field(exclude=True), AfterValidator(_not_read)] = None
