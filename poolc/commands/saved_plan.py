@@ -112,8 +112,7 @@ def _same_decisions(saved: Plan, fresh: Plan) -> bool:
 
     return (fates(saved) == fates(fresh)
             and [(p.id, p.pool, p.for_) for p in saved.preempted] == [(p.id, p.pool, p.for_) for p in fresh.preempted]
-            and [p.as_dict() for p in saved.pools] == [p.as_dict() for p in fresh.pools]
-            and [q.as_dict() for q in saved.policies] == [q.as_dict() for q in fresh.policies])
+            and saved.pools == fresh.pools and saved.policies == fresh.policies)
 
 
 def _fits(plan: Plan, solution: Solution, prepared: Prepared) -> bool:

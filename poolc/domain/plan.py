@@ -24,6 +24,7 @@ the over-full key.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -150,9 +151,6 @@ class PoolUsage:
         _covers("free", self.free, self.capacity, "value")
         return self
 
-    def as_dict(self) -> dict:
-        return _record(PoolUsage).dump_python(self, mode="json")
-
 
 @dataclass(frozen=True)
 class PolicyUsage:
@@ -174,9 +172,6 @@ class PolicyUsage:
         for name, table in (("reserved", self.reserved), ("limit", self.limit), ("borrowed", self.borrowed)):
             _covers(name, table, self.used, "value")
         return self
-
-    def as_dict(self) -> dict:
-        return _record(PolicyUsage).dump_python(self, mode="json")
 
 
 @dataclass(frozen=True)
@@ -202,8 +197,7 @@ def _finite(value: Any) -> Any:
     """A gap is a finite number (NaN and 10^400 are no gap); the type check says the rest."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
-    if isinstance(value, int) and abs(value) > MAX_VALUE or isinstance(value, float) and value != value \
-            or isinstance(value, float) and abs(value) == float("inf"):
+    if isinstance(value, int) and abs(value) > MAX_VALUE or isinstance(value, float) and not math.isfinite(value):
         raise ValueError("gap must be a finite number")
     return float(value)
 
@@ -460,12 +454,6 @@ def plan_file_adapter() -> TypeAdapter[Plan]:
     """Writes and reads a Plan as a plan file; built on first use (the plan's commands
     pay for it, `poolc validate` never does)."""
     return TypeAdapter(Plan)
-
-
-@cache
-def _record(kind: type) -> TypeAdapter[Any]:
-    """One record's part of the plan file, for a renderer that shows it alone."""
-    return TypeAdapter(kind)
 
 
 def to_json(plan: Plan) -> str:
