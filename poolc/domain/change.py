@@ -17,17 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from ..vocabulary import ChangeAction
+from .file_values import Int, Names, Str
 
 ABSENT = "absent"        # a step's status in a plan that does not have it
 
-Str = Annotated[str, Field(strict=True)]
-Int = Annotated[int, Field(strict=True, ge=-10**18, le=10**18)]
-Names = tuple[Str, ...]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from ..text.jsontext import dumps_sorted
 from ..vocabulary import ChangeAction, RequestStatus, Severity, StateAction, Strategy, SubmitMode, TierKind
 from .amounts import DECIMAL, DEFAULT, Units
 from .change import BaseComparison
+from .file_values import MAX_VALUE, Flag, Int, Ints, Names, OptionalStr, Str
 from .naming import allocation_name
 
 # The plan file's version and vocabularies, each declared once.
@@ -58,17 +59,6 @@ QUEUED: Final = "queued"
 REJECTED: Final = "rejected"
 STATUSES: Final[tuple[RequestStatus, ...]] = (ALLOCATED, QUEUED, REJECTED)
 UNMANAGED = "UNMANAGED"
-
-# What a plan file may hold: every integer within ±10^18 (a huge ``used`` would overflow
-# the comment's bars), strings and flags as themselves (no "3" for 3, no 1 for true).
-MAX_VALUE = 10**18
-Int = Annotated[int, Field(strict=True, ge=-MAX_VALUE, le=MAX_VALUE)]
-Ints = Mapping[str, Int]
-Str = Annotated[str, Field(strict=True)]
-Flag = Annotated[bool, Field(strict=True)]
-Names = tuple[Str, ...]
-# a name a file may leave out (read as null, as plan files always were); the planner passes it
-OptionalStr = Annotated[Str | None, Field(default=None)]
 
 
 class PlanFormatError(ValueError):
