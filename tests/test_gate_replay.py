@@ -143,7 +143,7 @@ def test_a_victim_without_a_known_workload_is_named_not_hidden(tmp_path):
     assert not [p for p in result.files if "/stop/" in p]
     differences = {x.id: x for x in runtime_of(result.plan, again).differences}
     assert set(differences) == {"hi-borrower", "mid/fixed"}
-    assert "poolc cannot stop it" in differences["hi-borrower"].message
+    assert "poolc cannot stop it" in differences["hi-borrower"].message.text
 
 
 def test_stop_object_is_a_deactivated_workload(tmp_path):
@@ -307,12 +307,12 @@ def test_the_plan_says_how_long_a_step_waited_for_a_cycle(tmp_path, monkeypatch)
           f"  steps:\n{steps}")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(1767225600 + 750))      # 2026-01-01T00:12:30Z
     plan = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
-    messages = {r.id: r.message for r in plan.requests}
+    messages = {r.id: r.message.text for r in plan.requests}
     assert "it waited 12m 30s for this reconcile cycle (submitted 2026-01-01T00:00:00Z)" in messages["a/one"]
     assert "it has waited 12m 29s since it was submitted" in messages["a/two"]
     monkeypatch.delenv("SOURCE_DATE_EPOCH")
     again = plan_paths([str(tmp_path)], state_file=str(tmp_path / "s.json")).plan
-    assert not any("waited" in r.message for r in again.requests)
+    assert not any("waited" in r.message.text for r in again.requests)
 
 
 def test_the_pull_request_comment_says_which_plan_to_read(tmp_path):

@@ -312,4 +312,4 @@ def test_a_plan_that_sends_a_step_to_another_model_is_a_runtime_difference(tmp_p
     steps, _ = _running_steps(requests, problem.running, problem, {})
     differences = runtime_of(wrong, replay(config, wrong, requests, problem, steps)).differences
     assert [(x.id, x.plan, x.cluster) for x in differences] == [("train/h", "allocated", "pending")]
-    assert "flavor 'a100' doesn't match node affinity" in differences[0].message
+    assert "flavor 'a100' doesn't match node affinity" in differences[0].message.text

@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from poolc.commands.planning import plan_paths
 from poolc.domain.plan import Plan, PlanFormatError, to_json
 from poolc.domain.plan_file import read_plan
+from poolc.domain.said import said
 from poolc.report.plan_markdown import LIMIT, MAX_ROWS, render_markdown
 
 REPO = Path(__file__).resolve().parent.parent
@@ -173,7 +174,7 @@ def _assert_well_formed(html: _Structure) -> None:
 
 def test_a_pipe_in_a_message_stays_inside_its_cell(tmp_path, monkeypatch):
     plan, _ = comment("review", tmp_path, monkeypatch)
-    odd = tuple(dataclasses.replace(r, message="a | b\nc") if r.status == "queued" else r for r in plan.requests)
+    odd = tuple(dataclasses.replace(r, message=said("a | b\nc")) if r.status == "queued" else r for r in plan.requests)
     html = rendered(render_markdown(dataclasses.replace(plan, requests=odd)))
     queued = [t for t in html.tables if t["header"][:3] == ["step", "team", "policy"]][0]
     assert [row[4] for row in queued["rows"]] == ["a | b c", "a | b c"]

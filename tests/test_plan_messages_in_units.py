@@ -8,9 +8,15 @@ from __future__ import annotations
 import re
 
 from poolc.domain.plan import Plan, PoolUsage, SolverInfo
-from poolc.report.plan_view import humanize
+from poolc.domain.said import read_said
+from poolc.report.plan_view import say
 
 CAPACITY = {"gpu": 16, "mcpu": 400_000, "memory_mb": 2_048_000}
+
+
+def humanize(plan: Plan, message: str) -> str:
+    """A message as a saved plan's reader says it (the file holds the text)."""
+    return say(plan, read_said(message))
 
 
 def _plan() -> Plan:

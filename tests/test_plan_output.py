@@ -306,7 +306,7 @@ def test_queued_on_capacity():
     big = Request("r/big", "research-k8s", {"gpu": 4, "step_run": 1}, True, 1)
     problem, state = _state([Request("p/a", "prod-k8s", {"gpu": 6, "step_run": 1}, True, 0), big],
                             admitted={"p/a": "prod"})
-    assert queued_message(state, big, [RESEARCH]) == \
+    assert queued_message(state, big, [RESEARCH]).text == \
         "gpu: needs 4, free 2 in pool dc (borrowers at priority 10 or above hold 6 it may not)"
 
 
@@ -314,8 +314,8 @@ def test_queued_on_an_over_full_pool():
     running = [Running("old", "research-k8s", "dc", False, {"gpu": 10}, T0)]
     wants = Request("r/x", "research-k8s", {"gpu": 1}, True, 0)
     _, state = _state([wants], running)
-    assert binding_rule(state, RESEARCH, wants) == "limit: policy research holds 10 of 8 gpu, needs 1"
-    assert queued_reasons(state, wants, [RESEARCH]) == [
+    assert binding_rule(state, RESEARCH, wants).text == "limit: policy research holds 10 of 8 gpu, needs 1"
+    assert [x.text for x in queued_reasons(state, wants, [RESEARCH])] == [
         "limit: policy research holds 10 of 8 gpu, needs 1", "gpu: needs 1, free 0 in pool dc (over capacity by 2)"]
 
 
@@ -323,22 +323,22 @@ def test_queued_on_limit():
     more = Request("p/more", "prod-k8s", {"gpu": 2, "step_run": 1}, True, 1)
     _, state = _state([Request("p/a", "prod-k8s", {"gpu": 5, "step_run": 1}, True, 0), more],
                       admitted={"p/a": "prod"})
-    assert queued_message(state, more, [PROD]) == "limit: policy prod holds 5 of 6 gpu, needs 2"
+    assert queued_message(state, more, [PROD]).text == "limit: policy prod holds 5 of 6 gpu, needs 2"
 
 
 def test_queued_on_non_preemptible_share():
     fixed = Request("p/fixed", "prod-k8s", {"gpu": 1}, False, 1)
     _, state = _state([Request("p/a", "prod-k8s", {"gpu": 2}, False, 0), fixed], admitted={"p/a": "prod"})
-    assert queued_message(state, fixed, [PROD]) == \
+    assert queued_message(state, fixed, [PROD]).text == \
         "non-preemptible share: policy prod holds 2 of reserved gpu=2, needs 1"
 
 
 def test_queued_head_of_line_only_when_it_fits_now():
     small = Request("r/small", "research-k8s", {"gpu": 1}, True, 1)
     _, state = _state([small], strategy="zenml")
-    assert queued_message(state, small, [RESEARCH]) == "waits behind earlier requests (head-of-line)"
+    assert queued_message(state, small, [RESEARCH]).text == "waits behind earlier requests (head-of-line)"
     _, state = _state([small])
-    assert queued_message(state, small, [RESEARCH]) == \
+    assert queued_message(state, small, [RESEARCH]).text == \
         "would fit in pool dc now, but the solver stopped before admitting it (status OPTIMAL)"
 
 
@@ -351,7 +351,7 @@ def test_queued_reports_the_best_pool_first():
     state = FinalState.of(problem, Solution("optimal", {"p/a": "prod"}))
     eligible = eligible_policies(problem, wants)[0]
     assert [q.name for q in eligible] == ["prod", "prod-aa"]   # priority first, not pool name
-    assert queued_reasons(state, wants, eligible) == [
+    assert [x.text for x in queued_reasons(state, wants, eligible)] == [
         "limit: policy prod holds 8 of 6 gpu, needs 1",
         "gpu: needs 1, free 0 in pool dc (borrowers at priority 100 or above hold 8 it may not)",
         "in pool aa-small: limit: policy prod-aa holds 1 of 1 gpu, needs 1"]
@@ -363,7 +363,7 @@ def test_preemption_names_the_displacing_requests_and_key():
     cpu = Request("t/cpu", "prod-k8s", {"step_run": 1}, True, 1)
     _, state = _state([train, cpu], [victim], admitted={"t/train": "prod", "t/cpu": "prod"},
                       preempted={"sweep": ["t/cpu", "t/train"]})
-    assert preempted_message(state, victim, ["t/cpu", "t/train"], {"gpu": 4, "step_run": 1}) == \
+    assert preempted_message(state, victim, ["t/cpu", "t/train"], {"gpu": 4, "step_run": 1}).text == \
         "preempted for t/train (priority 100) on gpu; it borrowed gpu=4 above policy research's reserved share"
 
 
@@ -384,11 +384,11 @@ def test_real_strategies_on_the_examples(strategy):
     status = {r.id: r.status for r in plan.requests}
     assert sorted(s for s in status.values()) == ["allocated"] * 9 + ["queued"] * 5
     assert [p.id for p in plan.preempted] == ["research-sweep-lr-02"]
-    assert "prod-training/train_model (priority 1000) on gpu" in plan.preempted[0].message
+    assert "prod-training/train_model (priority 1000) on gpu" in plan.preempted[0].message.text
     by_id = {r.id: r for r in plan.requests}
     quantize = by_id["llm-finetune/quantize_adapter"]
     assert quantize.reason == "limit: policy prod-sagemaker holds 16 of 16 gpu, needs 1"
-    assert quantize.message == (f"{quantize.reason}; also gpu: needs 1, free 0 in pool aws-sagemaker "
+    assert quantize.message.text == (f"{quantize.reason}; also gpu: needs 1, free 0 in pool aws-sagemaker "
                                 "(borrowers at priority 900 or above hold 8 it may not)")
     assert by_id["research-sweep/sweep_lr_03"].reason.startswith("gpu: needs 2, free 0 in pool datacenter-one")
     assert by_id["llm-finetune/distill"].borrowed == {"gpu": 4}
@@ -476,7 +476,7 @@ def test_missing_stack_rejects_its_steps(tmp_path, monkeypatch):
     monkeypatch.chdir(write_platform(tmp_path, files))
     probe = next(r for r in plan_paths(["."], strategy=greedy).plan.requests if r.id == "research/probe")
     assert (probe.status, probe.reason, probe.requester) == ("rejected", "N002", None)
-    assert probe.message == ("pipeline research uses stack gone-stack, which is not defined in the files given; "
+    assert probe.message.text == ("pipeline research uses stack gone-stack, which is not defined in the files given; "
                              "define the stack or fix its name")
 
 
@@ -488,7 +488,7 @@ def test_a_step_with_an_error_is_rejected_with_that_rule(tmp_path, monkeypatch):
     result = plan_paths(["."], strategy=greedy)
     probe = next(r for r in result.plan.requests if r.id == "research/probe")
     assert (probe.status, probe.reason) == ("rejected", "R001")
-    assert probe.message.startswith("step 'probe' sets memory='0GB', which is zero bytes")
+    assert probe.message.text.startswith("step 'probe' sets memory='0GB', which is zero bytes")
     assert "research/probe" not in [r.id for r in result.problem.requests]
 
 
@@ -497,7 +497,7 @@ def test_preempted_for_names_only_requests_that_needed_its_keys():
     admitted in the same plan did not need the victim's units."""
     plan = plan_paths([str(REPO / "examples")]).plan
     (victim,) = plan.preempted
-    assert " on gpu;" in victim.message
+    assert " on gpu;" in victim.message.text
     demand = {r.id: r.demand for r in plan.requests}
     assert victim.for_ and all(demand[rid].get("gpu", 0) > 0 for rid in victim.for_)
     assert victim.for_ == ("llm-finetune/package_model", "prod-training/evaluate", "prod-training/train_model")

@@ -302,9 +302,9 @@ def test_a_queued_step_with_a_wait_timeout_gets_a_note(tmp_path: Path):
     result = plan_paths([str(CONTEXT), str(path)], state_file=str(tmp_path / "state.json"), runtime_check=False)
     by_id = {r.id: r for r in result.plan.requests}
     assert [by_id[f"p/{s}"].status for s in "abc"] == ["allocated", "allocated", "queued"]
-    assert by_id["p/c"].message.endswith("note: it sets allocation_wait_timeout_seconds=600, so ZenML gives up on "
+    assert by_id["p/c"].message.text.endswith("note: it sets allocation_wait_timeout_seconds=600, so ZenML gives up on "
                                          "it if it waits longer than 600 seconds for capacity")
-    assert "allocation_wait_timeout_seconds" not in by_id["p/a"].message
+    assert "allocation_wait_timeout_seconds" not in by_id["p/a"].message.text
 
 
 def test_gpu_class_in_a_decorator_is_a_warning_at_its_line_and_no_node_selector(tmp_path: Path):

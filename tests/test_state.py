@@ -91,7 +91,7 @@ def test_planning_again_after_apply_changes_nothing(tmp_path, monkeypatch):
     assert [r.id for r in second.problem.requests] == ["adhoc/notebook", "train/huge", "train/fixed"]
     train = next(r for r in second.plan.requests if r.id == "train/train")
     assert (train.status, train.pool, train.policy, train.running) == ("allocated", "dc", "prod", "train--train")
-    assert train.message == "already running as allocation train--train; allocated within reserved share"
+    assert train.message.text == "already running as allocation train--train; allocated within reserved share"
     assert second.plan.inputs_digest != first.plan.inputs_digest   # the state is an input of a plan ...
     assert new_state(second)["inputs_digest"] == new_state(first)["inputs_digest"]   # ... not of the state
 
@@ -131,7 +131,7 @@ def test_running_step_preempted_is_queued_again(tmp_path, monkeypatch):
     result = plan_paths(["."], strategy=preempt_the_probe, state_file=path)
     probe_step = next(r for r in result.plan.requests if r.id == "research/probe")
     assert probe_step.status == "queued" and probe_step.running == "research--probe"
-    assert probe_step.message.startswith("its running allocation research--probe is preempted for train/train")
+    assert probe_step.message.text.startswith("its running allocation research--probe is preempted for train/train")
     assert "research--probe" in result.changes.allocations.removed
 
 

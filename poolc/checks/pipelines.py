@@ -216,8 +216,8 @@ def eligibility(ctx: Context) -> Iterator[Diagnostic]:
                                      f"step {source.step!r} and every other step it runs are unmanaged "
                                      "(outside every pool); add a Policy for it", source.path, key=True)
             continue
-        rule_id, message = rejection(source.step, reasons, request.gpu_type, ctx.units)
-        yield doc.diagnostic(d.RULES[rule_id], message, _key_location(source, reasons[0].key), request=source.id)
+        rule_id, sentence = rejection(source.step, reasons, request.gpu_type, ctx.units)
+        yield doc.diagnostic(d.RULES[rule_id], sentence.text, _key_location(source, reasons[0].key), request=source.id)
 
 
 def _named_instance_problem(name: str, gpu_type: str | None, component: object) -> str | None:

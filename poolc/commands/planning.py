@@ -46,6 +46,7 @@ from ..domain.plan import (
     Runtime,
 )
 from ..domain.problem import Problem, Running
+from ..domain.said import Said, its_allocation, pairs, said
 from ..inputs import problem_from_config, request_of
 from ..model import Allocation
 from ..planner.assemble import assemble, digest_of, input_digests, inputs_digest
@@ -170,7 +171,7 @@ class Prepared:
     inputs: dict[str, str]              # step id -> digest of its inputs
     finished: tuple[str, ...]
     running: dict[str, Running]         # step id -> the allocation that still runs it
-    released: dict[str, str]            # allocation -> why it no longer describes its step
+    released: dict[str, Said]           # allocation -> why it no longer describes its step
     previous: list[Allocation]
     problem: Problem
     digests: dict[str, str]             # the plan's per-input digests
@@ -235,29 +236,28 @@ def step_errors(config: Config, requests: list[StepRequest],
     return {rid: found[rid] for rid in sorted(found) if rid in known}
 
 
-def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> str | None:
+def _still_describes(request: StepRequest, alloc: Running, problem: Problem) -> Said | None:
     """None while a running allocation still describes its step; else why not."""
     if alloc.subject != request.requester:
-        return f"its requester is now {request.requester}, not {alloc.subject}"
+        return said(f"its requester is now {request.requester}, not {alloc.subject}")
     if alloc.preemptible != request.preemptible:
-        return "it is now " + ("preemptible" if request.preemptible else "non-preemptible")
+        return said("it is now " + ("preemptible" if request.preemptible else "non-preemptible"))
     demand = {k: v for k, v in request.demand.items() if v > 0}
     if dict(alloc.holds) != demand:
-        return (f"it now asks {', '.join(f'{k}={v}' for k, v in sorted(demand.items()))} "
-                f"(the allocation holds {', '.join(f'{k}={v}' for k, v in sorted(alloc.holds.items()))})")
+        return said("it now asks ", pairs(demand), " (the allocation holds ", pairs(alloc.holds), ")")
     policy = problem.policy_for(alloc.subject, alloc.pool)
     pool = problem.find_pool(alloc.pool)
     if policy is not None and pool is not None:
         why = (check_placement(pool, policy, request_of(request, 0, request.demand))   # model, selector, node
                or check_policy(pool, policy, request.demand, request.preemptible))
         if why is not None:
-            return f"policy {policy.name} no longer admits it: {why.sentence()}"
+            return said(f"policy {policy.name} no longer admits it: ", why.sentence())
     return None
 
 
 def _running_steps(requests: list[StepRequest], running: Iterable[Running], problem: Problem,
                    recorded: Mapping[str, str | None], declared: Mapping[str, str] | None = None
-                   ) -> tuple[dict[str, Running], dict[str, str]]:
+                   ) -> tuple[dict[str, Running], dict[str, Said]]:
     """(step id -> the allocation that still runs it, allocation name -> why it no
     longer describes its step). ``recorded``: allocation name -> the step label
     apply recorded on it (a user's own allocation matches a step only by name and
@@ -266,7 +266,7 @@ def _running_steps(requests: list[StepRequest], running: Iterable[Running], prob
     by_name = {a.name: a for a in running}
     by_step = {step: by_name[name] for name, step in (declared or {}).items() if name in by_name}
     found: dict[str, Running] = {}
-    released: dict[str, str] = {}
+    released: dict[str, Said] = {}
     for request in requests:
         if request.id in by_step:
             found[request.id] = by_step[request.id]
@@ -501,15 +501,15 @@ def _external(allocations: Iterable[Allocation]) -> tuple[External, ...]:
                  for a in sorted(allocations, key=lambda a: a.metadata.name) if a.metadata.labels.get(EXTERNAL_LABEL))
 
 
-def _with_released(plan: Plan, released: Mapping[str, str]) -> Plan:
+def _with_released(plan: Plan, released: Mapping[str, Said]) -> Plan:
     """Say, on each re-planned step, why its running allocation was released."""
     if not released:
         return plan
     by_alloc = {allocation_name(r.id): r for r in plan.requests}
     notes = {by_alloc[name].id: why for name, why in released.items() if name in by_alloc}
-    requests = tuple(dataclasses.replace(r, message=f"resized: its running allocation {allocation_name(r.id)} was "
-                                         f"released because {notes[r.id]}; {r.message}") if r.id in notes else r
-                     for r in plan.requests)
+    requests = tuple(dataclasses.replace(r, message=said("resized: ", its_allocation(allocation_name(r.id)),
+                                                         " was released because ", notes[r.id], "; ", r.message))
+                     if r.id in notes else r for r in plan.requests)
     return dataclasses.replace(plan, requests=requests)
 
 
@@ -520,9 +520,9 @@ def _with_wait_timeouts(plan: Plan, requests: list[StepRequest]) -> Plan:
                 if r.settings.allocation_wait_timeout_seconds is not None}
     if not timeouts:
         return plan
-    requests_ = tuple(dataclasses.replace(r, message=f"{r.message}; note: it sets allocation_wait_timeout_seconds="
-                                          f"{timeouts[r.id]}, so ZenML gives up on it if it waits longer than "
-                                          f"{timeouts[r.id]:,} seconds for capacity")
+    requests_ = tuple(dataclasses.replace(r, message=said(r.message, "; note: it sets allocation_wait_timeout_seconds="
+                                                          f"{timeouts[r.id]}, so ZenML gives up on it if it waits "
+                                                          f"longer than {timeouts[r.id]:,} seconds for capacity"))
                       if r.status == "queued" and r.id in timeouts else r for r in plan.requests)
     return dataclasses.replace(plan, requests=requests_)
 

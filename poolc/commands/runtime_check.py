@@ -128,12 +128,12 @@ def runtime_diagnostics(runtime: Runtime, requests: Iterable[StepRequest], confi
     for difference in runtime.differences:
         request = by_id.get(difference.id)
         if request is not None:
-            found.append(request.entry.doc.diagnostic(d.T001, f"step {request.step!r}: {difference.message}",
+            found.append(request.entry.doc.diagnostic(d.T001, f"step {request.step!r}: {difference.message.text}",
                                                       request.settings_path(), request=request.id))
             continue
         entry = config.allocations.get(difference.id)
         if entry is not None:
-            found.append(entry.doc.diagnostic(d.T001, f"allocation {difference.id!r}: {difference.message}",
+            found.append(entry.doc.diagnostic(d.T001, f"allocation {difference.id!r}: {difference.message.text}",
                                               ("metadata", "name")))
     return found
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from ..domain.plan import ALLOCATED, QUEUED, Plan
+from ..domain.said import said
 from ..requests import StepRequest
 
 
@@ -45,5 +46,5 @@ def with_waits(plan: Plan, requests: Iterable[StepRequest], now: datetime) -> Pl
                 if planned.status == ALLOCATED else
                 f"it has waited {waited} since it was submitted; gate mode starts it in the first cycle "
                 "whose plan admits it")
-        changed.append(dataclasses.replace(planned, message=f"{planned.message}; {note}"))
+        changed.append(dataclasses.replace(planned, message=said(planned.message, "; ", note)))
     return dataclasses.replace(plan, requests=tuple(changed))

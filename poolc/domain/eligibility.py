@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from .amounts import Units, key_word
 from .gpu_models import matches
 from .problem import BUILTIN_UNBOUNDED, PolicyRule, Pool, Problem, Request
+from .said import Part, Said, joined, key_named, number, pair, said
 
 CAPACITY, LIMIT, RESERVED = "capacity", "limit", "reserved"
 MODEL, SELECTOR, NODE, GPU_POOL = "model", "selector", "node", "gpu-pool"
@@ -54,44 +55,54 @@ class Ineligibility:
     node_need: tuple[tuple[str, int], ...] = ()
     node_group: str | None = None
 
-    def shortfall(self, units: Units | None = None) -> tuple[str, str]:
+    def shortfall(self, units: Units | None = None) -> tuple[Said, Said]:
         """RESERVED: (``mcpu=128000, memory_mb=262144`` asked, ``mcpu=96000, memory_mb=0`` reserved),
         or in ``units`` (``128 cores, 262.1 GB``)."""
         keys = self.short or ((self.key, self.needs, self.allowed),)
-        return (", ".join(said(k, needs, units) for k, needs, _ in keys),
-                ", ".join(said(k, allowed, units) for k, _, allowed in keys))
+        return (joined(", ", (_amount(k, needs, units) for k, needs, _ in keys)),
+                joined(", ", (_amount(k, allowed, units) for k, _, allowed in keys)))
 
-    def sentence(self, units: Units | None = None) -> str:
+    def sentence(self, units: Units | None = None) -> Said:
         """A zero capacity or limit is said as such: a written 0 forbids the key,
         and "limits gpu to 0" would read like a rounding accident. ``units``: amounts
-        as people read them (diagnostics); None: canonical ``key=value`` (the plan's
-        messages, which its renderers translate)."""
+        as people read them (diagnostics; use its ``text``); None: canonical
+        ``key=value``, marked (the plan's messages, which its renderers word)."""
         if self.rule == NODE and self.node_need:
-            need = ", ".join(said(k, v, units) for k, v in self.node_need if v > 0) or "the step"
+            needed = [_amount(k, v, units) for k, v in self.node_need if v > 0]
+            need = joined(", ", needed) if needed else said("the step")
             where = f" (group '{self.node_group}')" if self.node_group is not None else ""
-            return (f"no node of pool '{self.policy.pool}' holds {need}: its largest has "
-                    f"{said(self.key, self.allowed, units)}{where}; a step runs on one node (multi-node steps are "
-                    "not supported)")
+            return said(f"no node of pool '{self.policy.pool}' holds ", need, ": its largest has ",
+                        _amount(self.key, self.allowed, units), f"{where}; a step runs on one node (multi-node "
+                        "steps are not supported)")
         if self.detail:
-            return self.detail
-        needs = self.needs if units is None else units.amount(self.key, self.needs)
-        key = self.key if units is None else key_word(self.key)
+            return said(self.detail)
         if self.rule == CAPACITY and self.allowed == 0:
-            return (f"pool '{self.policy.pool}' has no {key} (capacity {said(self.key, 0, units)}; "
-                    f"needs {needs})")
+            key = self.key if units is None else key_word(self.key)
+            return said(f"pool '{self.policy.pool}' has no {key} (capacity ",
+                        _amount(self.key, 0, units), "; needs ", self._needs(units, of_clause=False), ")")
         if self.rule == CAPACITY:
-            return (f"pool '{self.policy.pool}' has {said(self.key, self.allowed, units)} in all "
-                    f"(needs {needs})")
+            return said(f"pool '{self.policy.pool}' has ", _amount(self.key, self.allowed, units), " in all (needs ",
+                        self._needs(units, of_clause=False), ")")
         if self.rule == LIMIT and self.allowed == 0:
-            return (f"policy '{self.policy.name}' forbids {key} on pool '{self.policy.pool}' "
-                    f"(limit {said(self.key, 0, units)}; needs {needs})")
+            return said(f"policy '{self.policy.name}' forbids ", self._key(units), f" on pool '{self.policy.pool}' "
+                        "(limit ", _amount(self.key, 0, units), "; needs ", self._needs(units), ")")
         if self.rule == LIMIT:
-            allowed = self.allowed if units is None else units.amount(self.key, self.allowed)
-            return (f"policy '{self.policy.name}' limits {key} to {allowed} on pool "
-                    f"'{self.policy.pool}' (needs {needs})")
+            allowed = number(self.allowed, self.key) if units is None else units.amount(self.key, self.allowed)
+            return said(f"policy '{self.policy.name}' limits ", self._key(units), " to ", allowed,
+                        f" on pool '{self.policy.pool}' (needs ", self._needs(units), ")")
         asks, reserved = self.shortfall(units)
-        return (f"policy '{self.policy.name}' reserves only {reserved} on pool '{self.policy.pool}' (a "
-                f"non-preemptible step needs {asks} inside the reserved share)")
+        return said(f"policy '{self.policy.name}' reserves only ", reserved, f" on pool '{self.policy.pool}' (a "
+                    "non-preemptible step needs ", asks, " inside the reserved share)")
+
+    def _key(self, units: Units | None) -> Part:
+        return key_named(self.key) if units is None else key_word(self.key)
+
+    def _needs(self, units: Units | None, *, of_clause: bool = True) -> Part:
+        """What the step needs of the key: in ``units``, or a number of the clause's key
+        (``of_clause``: the sentence names the key it is about, "limits gpu to 8")."""
+        if units is not None:
+            return units.amount(self.key, self.needs)
+        return number(self.needs, self.key) if of_clause else str(self.needs)
 
 
 def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],
@@ -162,9 +173,9 @@ def _no_node(pool: Pool, policy: PolicyRule, request: Request, model: str | None
                          node_need=tuple(need.items()), node_group=biggest.group if biggest is not None else None)
 
 
-def said(key: str, value: int, units: Units | None) -> str:
-    """``gpu=4`` (canonical, units None) or ``4 GPU`` (as people read it)."""
-    return f"{key}={value}" if units is None else units.amount(key, value)
+def _amount(key: str, value: int, units: Units | None) -> Part:
+    """``gpu=4`` (canonical, marked; units None) or ``4 GPU`` (as people read it)."""
+    return pair(key, value) if units is None else units.amount(key, value)
 
 
 def _preference(request: Request, policies: list[PolicyRule]) -> list[PolicyRule]:
@@ -235,7 +246,7 @@ def eligible_policies(problem: Problem, request: Request) -> tuple[list[PolicyRu
 
 
 def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = None,
-              units: Units | None = None) -> tuple[str, str]:
+              units: Units | None = None) -> tuple[str, Said]:
     """(rule id, sentence) for a step eligible on no pool: R004 when only the
     non-preemptible share stands in the way everywhere; R010 when no pool it may
     use offers its GPU model (naming the models on offer); R011 when no node of
@@ -246,32 +257,32 @@ def rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None = No
     if MODEL in kinds and kinds <= placement:
         return R010, _model_rejection(step, reasons, gpu_type)
     if NODE in kinds and kinds <= placement | {NODE}:
-        why = "; ".join(r.sentence(units) for r in reasons)
-        return R011, (f"step {step!r} fits on no node of the pools it may use: {why}; it can never be "
-                      "admitted: ask for less, or add a node group with larger nodes")
+        why = joined("; ", (r.sentence(units) for r in reasons))
+        return R011, said(f"step {step!r} fits on no node of the pools it may use: ", why, "; it can never be "
+                          "admitted: ask for less, or add a node group with larger nodes")
     only_share = all(r.rule == RESERVED for r in reasons)
     rule = R004 if only_share else R003
     if only_share and len(reasons) == 1:
         r = reasons[0]
         asks, reserved = r.shortfall(units)
-        return rule, (f"step {step!r} is non-preemptible and asks {asks}, but policy {r.policy.name!r} reserves "
-                      f"only {reserved}; it can never be admitted: {_share_fix([r], units)}")
-    why = "; ".join(r.sentence(units) for r in reasons)
+        return rule, said(f"step {step!r} is non-preemptible and asks ", asks, f", but policy {r.policy.name!r} "
+                          "reserves only ", reserved, "; it can never be admitted: ", _share_fix([r], units))
+    why = joined("; ", (r.sentence(units) for r in reasons))
     shares = [r for r in reasons if r.rule == RESERVED]
     # a pool that fits the step but for its reserved share is the one to fix, not the others' capacity
-    fix = _share_fix(shares, units) if shares else "ask for less, or raise the capacity or limit"
-    return rule, f"step {step!r} is eligible on no pool: {why}; it can never be admitted: {fix}"
+    fix = _share_fix(shares, units) if shares else said("ask for less, or raise the capacity or limit")
+    return rule, said(f"step {step!r} is eligible on no pool: ", why, "; it can never be admitted: ", fix)
 
 
-def _share_fix(shares: list[Ineligibility], units: Units | None) -> str:
+def _share_fix(shares: list[Ineligibility], units: Units | None) -> Said:
     """The two real fixes of a non-preemptible step short of reserved shares."""
-    where = " or ".join(f"{r.shortfall(units)[0]} in policy {r.policy.name!r}" for r in shares)
-    return f"reserve more ({where}), or make the step preemptible"
+    where = joined(" or ", (said(r.shortfall(units)[0], f" in policy {r.policy.name!r}") for r in shares))
+    return said("reserve more (", where, "), or make the step preemptible")
 
 
-def _model_rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None) -> str:
+def _model_rejection(step: str, reasons: list[Ineligibility], gpu_type: str | None) -> Said:
     asked = f"gpu_type {gpu_type}" if gpu_type else "a GPU model"
-    why = "; ".join(r.sentence() for r in reasons)
-    return (f"step {step!r} asks {asked}, which no pool it may use offers: {why}; it can never be admitted: "
-            "set gpu_type to a model on offer (see the GPU model names in docs/format.md), or give its "
-            "component a policy on a pool with such nodes")
+    why = joined("; ", (r.sentence() for r in reasons))
+    return said(f"step {step!r} asks {asked}, which no pool it may use offers: ", why, "; it can never be admitted: "
+                "set gpu_type to a model on offer (see the GPU model names in docs/format.md), or give its "
+                "component a policy on a pool with such nodes")

@@ -48,7 +48,7 @@ from ..text.jsontext import dumps_sorted
 from ..vocabulary import ChangeAction, RequestStatus, Severity, StateAction, Strategy, SubmitMode, TierKind
 from .amounts import DECIMAL, DEFAULT, Units
 from .change import BaseComparison
-from .file_values import MAX_VALUE, Flag, Int, Ints, Names, OptionalStr, Str
+from .file_values import MAX_VALUE, Flag, Int, Ints, Message, Names, OptionalStr, Str
 from .naming import allocation_name
 
 # The plan file's version and vocabularies, each declared once.
@@ -90,7 +90,7 @@ class PlannedRequest:
     policy: OptionalStr
     borrowed: Ints
     reason: OptionalStr               # rejected: a rule id; queued: the binding rule's text; UNMANAGED; else None
-    message: Str
+    message: Message
     # the allocation that already runs this step (the forecast's; not in the file)
     running: Annotated[str | None, Field(exclude=True), AfterValidator(_not_read)] = None
 
@@ -111,7 +111,7 @@ class Preemption:
     id: Str                           # the running allocation's name
     pool: Str
     for_: Annotated[Names, Field(alias="for")]    # request ids it makes room for, sorted
-    message: Str
+    message: Message
     workload: Str | None = None       # the Kueue Workload apply stops, <namespace>/<name>, when known
     subject: Str | None = None        # the component it runs under: the team of work that is no step's
 
@@ -300,7 +300,7 @@ class RuntimeDifference:
     id: Str           # request id, or allocation name
     plan: Str         # allocated | queued | running | preempted
     cluster: Str      # admitted | pending | running | preempted
-    message: Str
+    message: Message
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,18 @@ The shapes read here are the ones the planner writes (planner/explain.py,
 domain/eligibility.py, the resize notes of commands/planning.py), clause by
 clause: a message is clauses joined by ``; `` (a parenthesised note belongs to its
 clause), and a clause's bare numbers are amounts of the key the clause is about.
+
+The planner builds its messages from parts (``said``, ``pair``, ``number``,
+``key_named``, ...) and never reads them; ``read_said`` is for text it did not
+compose: a plan file read back (the file holds only the text), Kueue's own
+reasons, and a diagnostic's sentence carried into the plan. Both ways must give
+the same parts, wording for wording (tests/test_said.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .amounts import key_word
@@ -68,16 +75,105 @@ class OwnRun:
 Part = str | Amount | KeyWords | OwnRun
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Said:
-    """A message's canonical text and its parts (their texts joined are the text)."""
+    """A message's canonical text and its parts (their texts joined are the text).
+    Two messages are equal when their texts are: the text is what a plan file holds."""
 
     text: str
     parts: tuple[Part, ...]
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Said) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __add__(self, other: Said | Part) -> Said:
+        return said(self, other)
+
+    def __radd__(self, other: Part) -> Said:
+        return said(other, self)
+
+    def __format__(self, spec: str) -> str:
+        """Refused: put in an f-string, a message would lose its parts (``said`` keeps them;
+        ``.text`` is the canonical text)."""
+        raise TypeError("a Said is not formatted: use said(...) to keep its parts, or .text")
+
 
 def part_text(part: Part) -> str:
     return part if isinstance(part, str) else part.text
+
+
+def said(*pieces: Said | Part) -> Said:
+    """``pieces`` (plain text, marked parts, whole messages) as one message, each
+    run of plain text merged, as ``read_said`` gives it."""
+    parts: list[Part] = []
+    for piece in pieces:
+        for part in piece.parts if isinstance(piece, Said) else (piece,):
+            if isinstance(part, str):
+                if not part:
+                    continue
+                if parts and isinstance(parts[-1], str):
+                    parts[-1] += part
+                    continue
+            parts.append(part)
+    return Said("".join(map(part_text, parts)), tuple(parts))
+
+
+def joined(separator: str, pieces: Iterable[Said | Part]) -> Said:
+    """``pieces`` with ``separator`` between them."""
+    found: list[Said | Part] = []
+    for piece in pieces:
+        if found:
+            found.append(separator)
+        found.append(piece)
+    return said(*found)
+
+
+def pair(key: str, value: int) -> Amount:
+    """``gpu=4``: an amount with its key written beside it."""
+    return Amount(f"{key}={value}", value, key)
+
+
+def pairs(amounts: Mapping[str, int]) -> Said:
+    """``gpu=2, mcpu=4000`` (keys sorted)."""
+    return joined(", ", (pair(k, v) for k, v in sorted(amounts.items())))
+
+
+def amount_of(value: int, key: str) -> Amount:
+    """A bare number that is of ``key`` whatever the clause is about (a share's ``holds 3``)."""
+    return Amount(str(value), value, key)
+
+
+def number(value: int, key: str) -> Amount:
+    """A bare number in a clause about ``key`` (``needs 4`` in ``gpu: needs 4, ...``)."""
+    return Amount(str(value), value, None, (key,))
+
+
+def key_named(key: str, unless: tuple[str, ...] = ()) -> KeyWords:
+    """``gpu`` where the sentence names the key (``gpu: needs``, ``limits gpu to``)."""
+    return KeyWords(key, key, key_word(key), unless)
+
+
+def of_key(key: str) -> KeyWords:
+    """`` gpu`` after ``holds 3 of 8``: left out once the amounts carry their unit."""
+    return KeyWords(f" {key}", key, "")
+
+
+def reserved_of(key: str) -> KeyWords:
+    """``reserved `` before a share's amount: "the reserved" once it is worded."""
+    return KeyWords("reserved ", key, "the reserved ")
+
+
+def running_as(allocation: str) -> OwnRun:
+    """``already running as allocation x``: "already running" when x is a step's own."""
+    return OwnRun(f"already running as allocation {allocation}", allocation, "already running")
+
+
+def its_allocation(allocation: str) -> OwnRun:
+    """``its running allocation x`` (before "is" or "was"): "its run" when x is a step's own."""
+    return OwnRun(f"its running allocation {allocation}", allocation, "its run")
 
 
 # shapes of a clause that is about one key, whose bare numbers are amounts of it
@@ -102,12 +198,32 @@ Span = tuple[int, int, Part]
 _RELEASED = re.compile(r"^resized: its running allocation \S+ was released because (.*?); (.*)$")
 
 
-def released_because(text: str) -> tuple[str, str] | None:
+def released_because(message: Said) -> tuple[Said, Said] | None:
     """A resized step's message (``resized: its running allocation x was released
-    because <why>; <the step's own message>``) as (why, the step's own message);
-    None for any other message."""
-    found = _RELEASED.match(text)
-    return (found[1], found[2]) if found else None
+    because <why>; <the step's own message>``) as (why, the step's own message),
+    each with its parts; None for any other message."""
+    found = _RELEASED.match(message.text)
+    return (_cut(message, found.start(1), found.end(1)), _cut(message, found.start(2), found.end(2))) \
+        if found else None
+
+
+def _cut(message: Said, start: int, end: int) -> Said:
+    """The part of ``message`` from ``start`` to ``end``: plain text is cut where it
+    falls, a marked part is kept whole if it lies inside and left out if it does not."""
+    kept: list[Part] = []
+    at = 0
+    for part in message.parts:
+        text = part_text(part)
+        low, high = max(start, at), min(end, at + len(text))
+        if low < high:
+            if isinstance(part, str):
+                kept.append(part[low - at:high - at])
+            elif low == at and high == at + len(text):
+                kept.append(part)
+            else:
+                kept.append(text[low - at:high - at])   # cut through: its text, unmarked
+        at += len(text)
+    return said(*kept)
 
 
 def read_said(text: str) -> Said:
@@ -116,9 +232,9 @@ def read_said(text: str) -> Said:
     for start, clause in _clauses(text):
         spans += [(start + a, start + b, part) for a, b, part in _clause_spans(clause)]
     for found in _RUNNING_AS.finditer(text):
-        spans.append((found.start(), found.end(), OwnRun(found[0], found[1], "already running")))
+        spans.append((found.start(), found.end(), running_as(found[1])))
     for found in _ITS_ALLOCATION.finditer(text):
-        spans.append((found.start(), found.end(), OwnRun(found[0], found[1], "its run")))
+        spans.append((found.start(), found.end(), its_allocation(found[1])))
     parts: list[Part] = []
     at = 0
     for start, end, part in sorted(spans, key=lambda span: span[0]):

@@ -27,6 +27,7 @@ from ..domain.plan import (
     Tier,
 )
 from ..domain.problem import Problem, Running
+from ..domain.said import Said, read_said
 from ..model import KINDS, Allocation
 from ..requests import StepRequest
 from ..vocabulary import RequestStatus
@@ -141,7 +142,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
     by_id = {r.id: r for r in problem.requests}
     planned = []
     for step in requests:
-        def entry(status: RequestStatus, message: str, *, pool: str | None = None, policy: str | None = None,
+        def entry(status: RequestStatus, message: Said, *, pool: str | None = None, policy: str | None = None,
                   borrowed: Mapping[str, int] | None = None, reason: str | None = None,
                   running_as: str | None = None, step: StepRequest = step) -> PlannedRequest:
             return PlannedRequest(id=step.id, requester=step.requester, preemptible=step.preemptible,
@@ -150,8 +151,8 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
                                   running=running_as)
 
         if step.id in rejected:
-            rule, message = rejected[step.id]
-            planned.append(entry(REJECTED, message, reason=rule))
+            rule, text = rejected[step.id]
+            planned.append(entry(REJECTED, read_said(text), reason=rule))   # a diagnostic's sentence
             continue
         if step.id in running:
             alloc = running[step.id]
@@ -160,7 +161,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             if alloc.name in preemptions:
                 preemption = preemptions[alloc.name].message
                 planned.append(entry(QUEUED, requeued_message(alloc.name, preemption), policy=through,
-                                     reason=preemption, running_as=alloc.name))
+                                     reason=preemption.text, running_as=alloc.name))
             else:
                 borrowed = after.get(alloc.name, {})
                 planned.append(entry(ALLOCATED, running_message(alloc.name, borrowed), pool=alloc.pool,
@@ -183,7 +184,7 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
             # it waits in the queue of its first eligible policy (priority, then pool name);
             # ``reason`` is the binding rule, the message every rule that holds it back
             why = queued_reasons(state, request, eligible)
-            planned.append(entry(QUEUED, reasons_sentence(why), policy=eligible[0].name, reason=why[0]))
+            planned.append(entry(QUEUED, reasons_sentence(why), policy=eligible[0].name, reason=why[0].text))
     return Plan(
         inputs_digest=digest,
         requests=tuple(sorted(planned, key=lambda r: r.id)),

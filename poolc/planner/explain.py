@@ -3,7 +3,10 @@
 Explanations are computed against the *final* state of a plan, i.e. what keeps
 running plus what is admitted: that is the state a user can check by hand, and
 the one in which a queued request is still waiting. Messages are plain
-sentences, deterministic, and name the rule, the key and both numbers.
+sentences, deterministic, and name the rule, the key and both numbers; each is
+built from its parts (``domain.said``: amounts with their key, the words that
+name a key, a step's own allocation), which the renderers word in the
+platform's units. The plan file keeps the text.
 """
 
 from __future__ import annotations
@@ -11,11 +14,26 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..domain.borrowing import grant_order, split_reserved
 from ..domain.eligibility import metered_demand
 from ..domain.problem import EARLIEST, PolicyRule, Problem, Request, Running, start_time
+from ..domain.said import (
+    Said,
+    amount_of,
+    its_allocation,
+    joined,
+    key_named,
+    number,
+    of_key,
+    pair,
+    pairs,
+    reserved_of,
+    running_as,
+    said,
+)
 from .solution import Solution
 
 
@@ -23,11 +41,6 @@ def _add(into: dict[str, int], amounts: Mapping[str, int], keys: Iterable[str]) 
     for key in keys:
         if amounts.get(key, 0):
             into[key] = into.get(key, 0) + amounts[key]
-
-
-def format_amounts(amounts: Mapping[str, int]) -> str:
-    """``gpu=2, mcpu=4000`` (keys sorted)."""
-    return ", ".join(f"{k}={v}" for k, v in sorted(amounts.items()))
 
 
 class Member(NamedTuple):
@@ -58,7 +71,7 @@ class FinalState:
     _borrowed: dict[str, dict[str, int]] | None = field(default=None, repr=False)
     _borrowers: dict[str, list[tuple[PolicyRule, Mapping[str, int]]]] | None = field(default=None, repr=False)
     _borrowed_units: dict[tuple[str, str], tuple[list[int], list[int]]] = field(default_factory=dict, repr=False)
-    _queued: dict[tuple, list[str]] = field(default_factory=dict, repr=False)
+    _queued: dict[tuple, list[Said]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, problem: Problem, solution: Solution) -> FinalState:
@@ -169,20 +182,26 @@ class FinalState:
 
 # --- allocated ---------------------------------------------------------------------
 
-def allocated_message(borrowed: Mapping[str, int]) -> str:
+def allocated_message(borrowed: Mapping[str, int]) -> Said:
+    return _allocated(tuple(sorted(borrowed.items())))
+
+
+@lru_cache(maxsize=4096)
+def _allocated(borrowed: tuple[tuple[str, int], ...]) -> Said:
+    """Most admitted steps borrow one of a few amounts: each message is built once."""
     if not borrowed:
-        return "allocated within reserved share"
-    return f"allocated, borrowing {format_amounts(borrowed)} above the reserved share"
+        return said("allocated within reserved share")
+    return said("allocated, borrowing ", pairs(dict(borrowed)), " above the reserved share")
 
 
-def running_message(allocation: str, borrowed: Mapping[str, int]) -> str:
+def running_message(allocation: str, borrowed: Mapping[str, int]) -> Said:
     """A step whose allocation already runs (recorded in the state or the files)."""
-    return f"already running as allocation {allocation}; {allocated_message(borrowed)}"
+    return said(running_as(allocation), "; ", allocated_message(borrowed))
 
 
-def unmanaged_message(requester: str) -> str:
-    return (f"unmanaged: component {requester} has no policy on any pool, so the step runs outside "
-            "every pool; add a Policy for it to manage it")
+def unmanaged_message(requester: str) -> Said:
+    return said(f"unmanaged: component {requester} has no policy on any pool, so the step runs outside "
+                "every pool; add a Policy for it to manage it")
 
 
 # --- queued ------------------------------------------------------------------------
@@ -194,7 +213,7 @@ class Hold:
     the policy itself holds; capacity only if what borrowers it outranks hold
     would not make room either)."""
 
-    text: str
+    said: Said
     binding: bool
 
 
@@ -217,15 +236,19 @@ def _borrowers(state: FinalState, policy: PolicyRule, request: Request, key: str
 def _capacity_hold(state: FinalState, policy: PolicyRule, request: Request, key: str, units: int,
                    free: int) -> Hold:
     pool = policy.pool
-    notes = [f"over capacity by {-free}"] if free < 0 else []
+    notes = [said("over capacity by ", number(-free, key))] if free < 0 else []
     may, may_not, in_share = _borrowers(state, policy, request, key)
     if may:
         whom = "borrowers (it fits its reserved share)" if in_share else f"borrowers below priority {policy.priority}"
-        notes.append(f"{whom} hold {may} it may preempt")
+        notes.append(said(f"{whom} hold ", number(may, key), " it may preempt"))
     if may_not:
-        notes.append(f"borrowers at priority {policy.priority} or above hold {may_not} it may not")
-    text = f"{key}: needs {units}, free {max(free, 0)} in pool {pool}"
-    return Hold(text + (f" ({'; '.join(notes)})" if notes else ""), max(free, 0) + may < units)
+        notes.append(said(f"borrowers at priority {policy.priority} or above hold ", number(may_not, key),
+                          " it may not"))
+    text = said(key_named(key), ": needs ", number(units, key), ", free ", number(max(free, 0), key),
+                f" in pool {pool}")
+    if notes:
+        text = said(text, " (", joined("; ", notes), ")")
+    return Hold(text, max(free, 0) + may < units)
 
 
 def holding_rules(state: FinalState, policy: PolicyRule, request: Request) -> list[Hold]:
@@ -240,12 +263,14 @@ def holding_rules(state: FinalState, policy: PolicyRule, request: Request) -> li
         for key, units in need:
             held, reserved = state.held_fixed[policy.name].get(key, 0), policy.rsv(key)
             if held + units > reserved:
-                found.append(Hold(f"non-preemptible share: policy {policy.name} holds {held} of reserved "
-                                  f"{key}={reserved}, needs {units}", True))
+                found.append(Hold(said(f"non-preemptible share: policy {policy.name} holds ", amount_of(held, key),
+                                       " of ", reserved_of(key), pair(key, reserved), ", needs ",
+                                       amount_of(units, key)), True))
     for key, units in need:
         held, limit = state.held[policy.name].get(key, 0), policy.limit.get(key, pool.capacity.get(key, 0))
         if held + units > limit:
-            found.append(Hold(f"limit: policy {policy.name} holds {held} of {limit} {key}, needs {units}", True))
+            found.append(Hold(said(f"limit: policy {policy.name} holds ", amount_of(held, key), " of ",
+                                   amount_of(limit, key), of_key(key), ", needs ", number(units, key)), True))
     for key, units in need:
         free = state.free(pool.name, key)
         if units > free:
@@ -253,13 +278,13 @@ def holding_rules(state: FinalState, policy: PolicyRule, request: Request) -> li
     return sorted(found, key=lambda hold: not hold.binding)
 
 
-def binding_rule(state: FinalState, policy: PolicyRule, request: Request) -> str | None:
+def binding_rule(state: FinalState, policy: PolicyRule, request: Request) -> Said | None:
     """The first of ``holding_rules``; None when it would fit now."""
     rules = holding_rules(state, policy, request)
-    return rules[0].text if rules else None
+    return rules[0].said if rules else None
 
 
-def queued_reasons(state: FinalState, request: Request, eligible: list[PolicyRule]) -> list[str]:
+def queued_reasons(state: FinalState, request: Request, eligible: list[PolicyRule]) -> list[Said]:
     """Why a request waits, binding rule first: every rule that holds it back in
     the pool of the policy it waits in (the first eligible: priority, then pool
     name), then the binding rule of each other eligible pool; or, when it would
@@ -275,28 +300,28 @@ def queued_reasons(state: FinalState, request: Request, eligible: list[PolicyRul
     return list(found)
 
 
-def _queued_reasons(state: FinalState, request: Request, eligible: list[PolicyRule]) -> list[str]:
+def _queued_reasons(state: FinalState, request: Request, eligible: list[PolicyRule]) -> list[Said]:
     held = [holding_rules(state, q, request) for q in eligible]
     if any(not rules for rules in held):
         pool = eligible[next(i for i, rules in enumerate(held) if not rules)].pool
         if state.solution.strategy == "zenml":
-            return ["waits behind earlier requests (head-of-line)"]
-        return [f"would fit in pool {pool} now, but the solver stopped before admitting it "
-                f"(status {state.solution.status})"]
-    reasons = [hold.text for hold in held[0]]
-    reasons += [f"in pool {q.pool}: {rules[0].text}" for q, rules in zip(eligible[1:], held[1:], strict=True)]
+            return [said("waits behind earlier requests (head-of-line)")]
+        return [said(f"would fit in pool {pool} now, but the solver stopped before admitting it "
+                     f"(status {state.solution.status})")]
+    reasons = [hold.said for hold in held[0]]
+    reasons += [said(f"in pool {q.pool}: ", rules[0].said) for q, rules in zip(eligible[1:], held[1:], strict=True)]
     return reasons
 
 
-def queued_message(state: FinalState, request: Request, eligible: list[PolicyRule]) -> str:
+def queued_message(state: FinalState, request: Request, eligible: list[PolicyRule]) -> Said:
     """``queued_reasons`` as one sentence."""
     return reasons_sentence(queued_reasons(state, request, eligible))
 
 
-def reasons_sentence(reasons: list[str]) -> str:
+def reasons_sentence(reasons: list[Said]) -> Said:
     """The binding rule, then ``also`` each other one."""
     first, *rest = reasons
-    return "; ".join([first, *(f"also {reason}" for reason in rest)])
+    return joined("; ", [first, *(said("also ", reason) for reason in rest)])
 
 
 # --- preempted ---------------------------------------------------------------------
@@ -320,7 +345,7 @@ def preemption_keys(state: FinalState, victim: Running, displaced_for: list[str]
 
 
 def preempted_message(state: FinalState, victim: Running, displaced_for: list[str],
-                      borrowed_before: Mapping[str, int]) -> str:
+                      borrowed_before: Mapping[str, int]) -> Said:
     """Who displaced the victim and on which keys (``preemption_keys``)."""
     keys, needing = preemption_keys(state, victim, displaced_for, borrowed_before)
     who = _by_priority(state, needing)
@@ -328,9 +353,10 @@ def preempted_message(state: FinalState, victim: Running, displaced_for: list[st
     policy = state.problem.policy_for(victim.subject, victim.pool)
     above = f"policy {policy.name}'s" if policy else "its policy's"
     if not keys:
-        return f"{head}; it borrowed nothing above {above} reserved share"
+        return said(f"{head}; it borrowed nothing above {above} reserved share")
     taken = {k: borrowed_before[k] for k in keys}
-    return f"{head} on {', '.join(keys)}; it borrowed {format_amounts(taken)} above {above} reserved share"
+    return said(f"{head} on ", joined(", ", map(key_named, keys)), "; it borrowed ", pairs(taken),
+                f" above {above} reserved share")
 
 
 def _by_priority(state: FinalState, ids: list[str]) -> str:
@@ -346,6 +372,6 @@ def _by_priority(state: FinalState, ids: list[str]) -> str:
     return " and ".join(parts)
 
 
-def requeued_message(allocation: str, preemption: str) -> str:
+def requeued_message(allocation: str, preemption: Said) -> Said:
     """A step whose running allocation this plan preempts."""
-    return f"its running allocation {allocation} is {preemption}; the step waits to be admitted again"
+    return said(its_allocation(allocation), " is ", preemption, "; the step waits to be admitted again")

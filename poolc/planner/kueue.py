@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..domain.plan import ALLOCATED, QUEUED, Plan, RuntimeDifference
+from ..domain.said import Said, read_said
 from ..kueuesim import Simulation, Workload, canonical_units, simulate
 
 ENGINE = "kueue"
@@ -160,11 +161,12 @@ def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str
             continue  # a running step is judged by its allocation; no outcome: not a Kueue workload
         if request.status == ALLOCATED and outcome.status != ADMITTED:
             found.append(RuntimeDifference(request.id, ALLOCATED, PENDING,
-                                           f"the plan allocates it, but Kueue will leave it pending: {outcome.reason}"))
+                                           _kueue_says(f"the plan allocates it, but Kueue will leave it pending: "
+                                                       f"{outcome.reason}")))
         elif request.status == QUEUED and outcome.status == ADMITTED:
             found.append(RuntimeDifference(request.id, QUEUED, ADMITTED,
-                                           f"the plan queues it, but Kueue will admit it in ClusterQueue "
-                                           f"{outcome.cluster_queue}: {outcome.reason}"))
+                                           _kueue_says(f"the plan queues it, but Kueue will admit it in ClusterQueue "
+                                                       f"{outcome.cluster_queue}: {outcome.reason}")))
     steps = {r.id for r in plan.requests}
     preempted = {p.id for p in plan.preempted}
     for name, outcome in sorted(outcomes.items()):
@@ -172,9 +174,17 @@ def differences(plan: Plan, simulation: Simulation, running_of_step: Mapping[str
             continue
         if outcome.status == PREEMPTED and name not in preempted:
             found.append(RuntimeDifference(name, "running", PREEMPTED,
-                                           f"the plan keeps it running, but Kueue will preempt it: {outcome.reason}"))
+                                           _kueue_says(f"the plan keeps it running, but Kueue will preempt it: "
+                                                       f"{outcome.reason}")))
         elif outcome.status == ADMITTED and name in preempted:
             why = (unstoppable or {}).get(name, "no workload Kueue admits needs its quota")
             found.append(RuntimeDifference(name, PREEMPTED, "running",
-                                           f"the plan preempts it, but Kueue will keep it running: {why}"))
+                                           _kueue_says(f"the plan preempts it, but Kueue will keep it running: {why}")))
     return sorted(found, key=lambda x: x.id)
+
+
+def _kueue_says(text: str) -> Said:
+    """A difference in the words of the simulated Kueue (its reasons are its own
+    sentences, with amounts as Kueue writes them): marked by reading, as a plan
+    file's messages are (domain.said)."""
+    return read_said(text)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from ..domain.amounts import Units
 from ..domain.change import BaseComparison
 from ..domain.plan import Plan, Preemption
-from ..domain.said import released_because
-from .plan_view import Who, cluster_differences, humanize, moves, preempted, who
+from ..domain.said import released_because, said
+from .plan_view import Who, cluster_differences, moves, preempted, say, who
 from .quantities import key_word
 
 PREEMPTED, STOPS, RESTARTS, MAY_RESTART = "preempted", "stops", "restarts", "may restart"
@@ -47,12 +47,12 @@ def _released(plan: Plan, step: str | None) -> tuple[str, str]:
     request = next((r for r in plan.requests if r.id == step), None)
     if request is None:
         return "removed", "its step is no longer in the configuration, so apply deletes its Job"
-    because, rest = released_because(request.message) or ("its request changed", request.message)
-    cause = "resized" if because.startswith("it now asks") else \
-        "no longer admitted" if "no longer admits" in because else "changed"
-    after = {"allocated": "it restarts at once", "queued": "the step waits: " + humanize(plan, rest),
-             "rejected": f"the step is rejected: [{request.reason}] " + humanize(plan, rest)}[request.status]
-    return cause, humanize(plan, f"its running allocation is released because {because}; {after}")
+    because, rest = released_because(request.message) or (said("its request changed"), request.message)
+    cause = "resized" if because.text.startswith("it now asks") else \
+        "no longer admitted" if "no longer admits" in because.text else "changed"
+    after = {"allocated": said("it restarts at once"), "queued": said("the step waits: ", rest),
+             "rejected": said(f"the step is rejected: [{request.reason}] ", rest)}[request.status]
+    return cause, say(plan, said("its running allocation is released because ", because, "; ", after))
 
 
 def ended_work(plan: Plan, base: BaseComparison | None = None) -> list[Ends]:

@@ -232,7 +232,7 @@ def _requests(title: str, requests: list[PlannedRequest], plan: Plan, budget: in
         return []
     rows = [[_code(r.id), _prose(plan.team_of(r.id)) if plan.team_of(r.id) else "-",
              _prose(r.policy) if r.policy else "-", amounts(r.demand, plan.units),
-             (f"[{r.reason}] " if rule and r.reason else "") + view.humanize(plan, r.message)] for r in requests]
+             (f"[{r.reason}] " if rule and r.reason else "") + view.say(plan, r.message)] for r in requests]
     return [f"#### {title} ({len(requests)})", "",
             *_table(["step", "team", "policy", "demand", "why"], rows, "steps", budget), ""]
 

@@ -124,7 +124,7 @@ def _requests(console: Console, plan: Plan) -> None:
             # a queued step's reason is the first rule its message names already
             reason = request.reason if status != "queued" else None
             why = f"[{reason}] " if reason else ""
-            message = view.humanize(plan, request.message)
+            message = view.say(plan, request.message)
             if reason and message.lower().startswith(f"{reason.lower()}: "):
                 message = message[len(reason) + 2:]   # "unmanaged: ...": the tag says it once
             console.print(_indented(Text(f"{why}{message}", style=style), 6))

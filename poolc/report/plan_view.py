@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..domain.amounts import Units
 from ..domain.change import ABSENT, BaseComparison, InputChange
 from ..domain.plan import Plan, PlannedRequest
-from ..domain.said import Amount, KeyWords, Said, read_said
+from ..domain.said import Amount, KeyWords, Said
 
 # what the cluster will do, in words, by the runtime difference's cluster outcome
 _CLUSTER_WILL = {"pending": "stays pending", "admitted": "runs", "running": "keeps running",
@@ -36,25 +35,14 @@ class Who:
         return self.name + (f" ({self.team})" if self.team else "")
 
 
-def humanize(plan: Plan, message: str) -> str:
+def say(plan: Plan, said: Said) -> str:
     """A plan message as people read it: every amount in the plan's unit family
     (``gpu=4, mcpu=16000`` -> ``4 GPU, 16 cores``; ``holds 336000 of 384000 mcpu``
     -> ``holds 336 cores of 384 cores``; ``memory_mb: needs 200000, free 0`` ->
     ``memory: needs 200 GB, free 0``; ``preempted ... on gpu, mcpu`` -> ``on GPU, CPU``)
-    and a step's own allocation named by the step (the JSON keeps the canonical
-    message). Its parts are marked once (``domain.said``); here they are worded."""
-    return say(plan, _parts_of(message))
-
-
-@lru_cache(maxsize=4096)
-def _parts_of(message: str) -> Said:
-    """A plan repeats its messages (thousands of steps wait for the same reason)."""
-    return read_said(message)
-
-
-def say(plan: Plan, said: Said) -> str:
-    """``said`` in the plan's units: an amount or a key the platform meters is worded,
-    one it does not is left as written; a step's own allocation is named as its run."""
+    and a step's own allocation named as its run (the JSON keeps the canonical text).
+    The planner marked the parts (``domain.said``); an amount or a key the platform
+    does not meter is left as written."""
     metered = _metered(plan)
     units = plan.units
     words = []
@@ -99,7 +87,7 @@ def cluster_differences(plan: Plan) -> list[ClusterDifference]:
     if plan.runtime is None:
         return []
     return [ClusterDifference(who(plan, x.id), _CLUSTER_WILL.get(x.cluster, x.cluster), _PLAN_SAID.get(x.plan, x.plan),
-                              humanize(plan, x.message)) for x in plan.runtime.differences]
+                              say(plan, x.message)) for x in plan.runtime.differences]
 
 
 def _kept_by_cluster(plan: Plan) -> set[str]:
@@ -123,7 +111,7 @@ def preempted(plan: Plan) -> list[Stopped]:
     """The plan's preemptions, less those the cluster will not carry out (those
     are cluster differences, said once there)."""
     kept = _kept_by_cluster(plan)
-    return [Stopped(who(plan, p.id), p.pool, p.for_, humanize(plan, p.message)) for p in plan.preempted
+    return [Stopped(who(plan, p.id), p.pool, p.for_, say(plan, p.message)) for p in plan.preempted
             if p.id not in kept]
 
 
@@ -229,7 +217,7 @@ def fate_changes(plan: Plan, base: BaseComparison, covered: frozenset[str] = fro
             continue
         request = by_id.get(step.id)
         why = "" if request is None else (f"[{request.reason}] " if request.status == "rejected" and request.reason
-                                           else "") + humanize(plan, request.message)
+                                           else "") + say(plan, request.message)
         before, after = step.base, step.head
         if step.id in now_preempted:
             before, after = "running", "preempted"

@@ -45,7 +45,7 @@ def stop_object(preemption: Preemption) -> dict:
             "namespace": namespace,
             "labels": {f"{LABEL_PREFIX}stopped-allocation": preemption.id},
             "annotations": {f"{LABEL_PREFIX}stopped-for": ", ".join(preemption.for_) or "the plan",
-                            f"{LABEL_PREFIX}stop-reason": preemption.message},
+                            f"{LABEL_PREFIX}stop-reason": preemption.message.text},
         },
         "spec": {"active": False},
     }
