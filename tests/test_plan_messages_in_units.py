@@ -78,3 +78,19 @@ def test_a_generated_platforms_comment_and_text_say_no_canonical_amount(tmp_path
         assert "needs" in said and "preempted for" in said, said[:2000]
         leaks = sorted(set(re.findall(r"\b(?:mcpu|memory_mb|step_run)\b|\b[a-z_]+=\d+", said)))
         assert not leaks, (fmt, leaks[:10])
+
+
+def test_a_capacity_rejections_need_is_said_in_the_keys_unit():
+    """"has 262.1 GB in all (needs 300000)" would read as 300,000 GB: the need is of
+    the capacity's key, built so by the planner and read so from a saved plan."""
+    from poolc.domain.eligibility import CAPACITY, Ineligibility
+    from poolc.domain.problem import PolicyRule
+
+    policy = PolicyRule("q", "c", "p1", 10, {}, {})
+    short = Ineligibility(policy, CAPACITY, "memory_mb", 300_000, 262_144).sentence()
+    absent = Ineligibility(policy, CAPACITY, "gpu", 4, 0).sentence()
+    plan = _plan()
+    for built, said_as in ((short, "pool 'p1' has 262.1 GB in all (needs 300 GB)"),
+                           (absent, "pool 'p1' has no GPU (capacity 0 GPU; needs 4 GPU)")):
+        assert say(plan, built) == said_as
+        assert humanize(plan, built.text) == said_as

@@ -11,7 +11,7 @@ and with only GPUs:
   label, the reader marks an amount of a key no pool meters: the same words);
 - the words, and the oracle: the wording that re-read each message with regular
   expressions at render time (kept below as it was at 6344e33, with the two fixes
-  of that round).
+  of that round and one of this: a capacity rejection's need is said in units).
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ _LIMITS = re.compile(r"\b(limits|forbids) ([a-z][a-z0-9_]*) ")
 _BARE = re.compile(r"\b(needs|free|by|hold|to) (-?\d+)\b")
 # the keys a victim was preempted on, at the end of its clause ("preempted for x on gpu, mcpu")
 _PREEMPTED_ON = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
+_HAS_NO = re.compile(r"\bhas no ([a-z][a-z0-9_]*) \(capacity \1=0; needs (-?\d+)\)")
+_IN_ALL = re.compile(r"\bhas ([a-z][a-z0-9_]*)=(-?\d+) in all \(needs (-?\d+)\)")
 
 
 def _clauses(message: str) -> list[str]:
@@ -84,6 +86,11 @@ def _clause(plan: Plan, clause: str, metered: set[str]) -> str:
     def one(key: str, value: str) -> str:
         return units.amount(key, int(value))
 
+    # the fix of this round: a capacity rejection's need is of the capacity's key
+    clause = _HAS_NO.sub(lambda m: f"has no {key_word(m[1])} (capacity {m[1]}=0; needs {one(m[1], m[2])})"
+                         if m[1] in metered else m[0], clause)
+    clause = _IN_ALL.sub(lambda m: f"has {m[1]}={m[2]} in all (needs {one(m[1], m[3])})"
+                         if m[1] in metered else m[0], clause)
     clause = _OF_RESERVED.sub(lambda m: f"holds {one(m[2], m[1])} of the reserved {one(m[2], m[3])}, "
                               f"needs {one(m[2], m[4])}" if m[2] in metered else m[0], clause)
     found = _OF_KEY.search(clause)

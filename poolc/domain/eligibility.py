@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .amounts import Units, key_word
 from .gpu_models import matches
 from .problem import BUILTIN_UNBOUNDED, PolicyRule, Pool, Problem, Request
-from .said import Part, Said, joined, key_named, number, pair, said
+from .said import Part, Said, amount_of, joined, key_named, number, pair, said
 
 CAPACITY, LIMIT, RESERVED = "capacity", "limit", "reserved"
 MODEL, SELECTOR, NODE, GPU_POOL = "model", "selector", "node", "gpu-pool"
@@ -77,8 +77,7 @@ class Ineligibility:
         if self.detail:
             return said(self.detail)
         if self.rule == CAPACITY and self.allowed == 0:
-            key = self.key if units is None else key_word(self.key)
-            return said(f"pool '{self.policy.pool}' has no {key} (capacity ",
+            return said(f"pool '{self.policy.pool}' has no ", self._key(units), " (capacity ",
                         _amount(self.key, 0, units), "; needs ", self._needs(units, of_clause=False), ")")
         if self.rule == CAPACITY:
             return said(f"pool '{self.policy.pool}' has ", _amount(self.key, self.allowed, units), " in all (needs ",
@@ -98,11 +97,12 @@ class Ineligibility:
         return key_named(self.key) if units is None else key_word(self.key)
 
     def _needs(self, units: Units | None, *, of_clause: bool = True) -> Part:
-        """What the step needs of the key: in ``units``, or a number of the clause's key
-        (``of_clause``: the sentence names the key it is about, "limits gpu to 8")."""
+        """What the step needs of the key: in ``units``; else a number of the key, as a
+        number of the clause's key where the sentence names it first ("limits gpu to
+        8 ... needs 10"), else of the key itself ("has gpu=8 in all (needs 10)")."""
         if units is not None:
             return units.amount(self.key, self.needs)
-        return number(self.needs, self.key) if of_clause else str(self.needs)
+        return number(self.needs, self.key) if of_clause else amount_of(self.needs, self.key)
 
 
 def check_policy(pool: Pool, policy: PolicyRule, demand: Mapping[str, int],

@@ -183,6 +183,9 @@ _OF_RESERVED = re.compile(r"\bholds (-?\d+) of (reserved )(([a-z][a-z0-9_]*)=(-?
 _KEY_LEAD = re.compile(r"^(?:also )?(?:in pool \S+: )?([a-z][a-z0-9_]*): needs ")
 _LIMITS = re.compile(r"\b(?:limits|forbids) ([a-z][a-z0-9_]*) ")
 _BARE = re.compile(r"\b(?:needs|free|by|hold|to) (-?\d+)\b")
+# a pool's capacity short of a step's need (domain/eligibility.py): the need is of that key
+_HAS_NO = re.compile(r"\bhas no ([a-z][a-z0-9_]*) \(capacity \1=0; needs (-?\d+)\)")
+_IN_ALL = re.compile(r"\bhas ([a-z][a-z0-9_]*)=-?\d+ in all \(needs (-?\d+)\)")
 # the keys a victim was preempted on, at the end of its clause ("preempted for x on gpu, mcpu")
 _PREEMPTED_ON = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
 _PAIR = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
@@ -291,6 +294,10 @@ def _clause_spans(clause: str) -> list[Span]:
     if on:
         for key in _KEY.finditer(clause, on.start(1)):
             spans.append((key.start(), key.end(), KeyWords(key[0], key[0], key_word(key[0]))))
+    for m in _HAS_NO.finditer(clause):
+        spans += [(m.start(1), m.end(1), key_named(m[1])), (m.start(2), m.end(2), amount_of(int(m[2]), m[1]))]
+    for m in _IN_ALL.finditer(clause):
+        spans.append((m.start(2), m.end(2), amount_of(int(m[2]), m[1])))
     for m in _PAIR.finditer(clause):
         spans.append((m.start(), m.end(), Amount(m[0], int(m[2]), m[1])))
     if about:
