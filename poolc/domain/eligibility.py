@@ -19,6 +19,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from .amounts import Units, key_word
 from .gpu_models import matches
@@ -58,15 +59,31 @@ class Ineligibility:
     def shortfall(self, units: Units | None = None) -> tuple[Said, Said]:
         """RESERVED: (``mcpu=128000, memory_mb=262144`` asked, ``mcpu=96000, memory_mb=0`` reserved),
         or in ``units`` (``128 cores, 262.1 GB``)."""
-        keys = self.short or ((self.key, self.needs, self.allowed),)
-        return (joined(", ", (_amount(k, needs, units) for k, needs, _ in keys)),
-                joined(", ", (_amount(k, allowed, units) for k, _, allowed in keys)))
+        if units is None:
+            return self._canonical[1]
+        return self._shortfall(units)
 
     def sentence(self, units: Units | None = None) -> Said:
         """A zero capacity or limit is said as such: a written 0 forbids the key,
         and "limits gpu to 0" would read like a rounding accident. ``units``: amounts
         as people read them (diagnostics; use its ``text``); None: canonical
         ``key=value``, marked (the plan's messages, which its renderers word)."""
+        if units is None:
+            return self._canonical[0]
+        return self._sentence(units)
+
+    @cached_property
+    def _canonical(self) -> tuple[Said, tuple[Said, Said]]:
+        """The plan's sentence and shortfall, built once: the answers of ``eligible_policies``
+        are shared by every request of a shape, and each rejected one is said with them."""
+        return self._sentence(None), self._shortfall(None)
+
+    def _shortfall(self, units: Units | None) -> tuple[Said, Said]:
+        keys = self.short or ((self.key, self.needs, self.allowed),)
+        return (joined(", ", (_amount(k, needs, units) for k, needs, _ in keys)),
+                joined(", ", (_amount(k, allowed, units) for k, _, allowed in keys)))
+
+    def _sentence(self, units: Units | None) -> Said:
         if self.rule == NODE and self.node_need:
             needed = [_amount(k, v, units) for k, v in self.node_need if v > 0]
             need = joined(", ", needed) if needed else said("the step")
@@ -89,7 +106,7 @@ class Ineligibility:
             allowed = number(self.allowed, self.key) if units is None else units.amount(self.key, self.allowed)
             return said(f"policy '{self.policy.name}' limits ", self._key(units), " to ", allowed,
                         f" on pool '{self.policy.pool}' (needs ", self._needs(units), ")")
-        asks, reserved = self.shortfall(units)
+        asks, reserved = self._shortfall(units)
         return said(f"policy '{self.policy.name}' reserves only ", reserved, f" on pool '{self.policy.pool}' (a "
                     "non-preemptible step needs ", asks, " inside the reserved share)")
 

@@ -107,18 +107,34 @@ def part_text(part: Part) -> str:
 
 def said(*pieces: Said | Part) -> Said:
     """``pieces`` (plain text, marked parts, whole messages) as one message, each
-    run of plain text merged, as ``read_said`` gives it."""
+    run of plain text merged, as ``read_said`` gives it. A message's parts are
+    taken whole (the planner nests messages: a queued step's reasons, a rejection's
+    sentences), so building one costs its pieces, not every part again."""
     parts: list[Part] = []
+    texts: list[str] = []
     for piece in pieces:
-        for part in piece.parts if isinstance(piece, Said) else (piece,):
-            if isinstance(part, str):
-                if not part:
-                    continue
-                if parts and isinstance(parts[-1], str):
-                    parts[-1] += part
-                    continue
-            parts.append(part)
-    return Said("".join(map(part_text, parts)), tuple(parts))
+        if isinstance(piece, Said):
+            inner = piece.parts
+            if not inner:
+                continue
+            texts.append(piece.text)
+            if parts and isinstance(inner[0], str) and isinstance(parts[-1], str):
+                parts[-1] += inner[0]
+                parts.extend(inner[1:])
+            else:
+                parts.extend(inner)
+        elif isinstance(piece, str):
+            if not piece:
+                continue
+            texts.append(piece)
+            if parts and isinstance(parts[-1], str):
+                parts[-1] += piece
+            else:
+                parts.append(piece)
+        else:
+            texts.append(piece.text)
+            parts.append(piece)
+    return Said("".join(texts), tuple(parts))
 
 
 def joined(separator: str, pieces: Iterable[Said | Part]) -> Said:

@@ -36,8 +36,7 @@ from .explain import (
     allocated_message,
     preempted_message,
     preemption_keys,
-    queued_reasons,
-    reasons_sentence,
+    queued,
     requeued_message,
     running_message,
     unmanaged_message,
@@ -183,8 +182,8 @@ def assemble(problem: Problem, solution: Solution, requests: list[StepRequest], 
         else:
             # it waits in the queue of its first eligible policy (priority, then pool name);
             # ``reason`` is the binding rule, the message every rule that holds it back
-            why = queued_reasons(state, request, eligible)
-            planned.append(entry(QUEUED, reasons_sentence(why), policy=eligible[0].name, reason=why[0].text))
+            binding, sentence = queued(state, request, eligible)
+            planned.append(entry(QUEUED, sentence, policy=eligible[0].name, reason=binding.text))
     return Plan(
         inputs_digest=digest,
         requests=tuple(sorted(planned, key=lambda r: r.id)),
