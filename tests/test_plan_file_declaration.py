@@ -44,6 +44,10 @@ def test_a_field_holds_only_what_its_type_allows(plan_with_base):
     with pytest.raises(PlanFormatError, match=r"requests\[0\]: 'preemptible' must be bool"):
         read_plan(json.dumps(data))
     data = json.loads(plan_with_base)
+    data["preempted"][0]["message"] = 3                 # a message is text, whose parts are marked once read
+    with pytest.raises(PlanFormatError, match=r"preempted\[0\]: 'message' must be str"):
+        read_plan(json.dumps(data))
+    data = json.loads(plan_with_base)
     data["base"]["steps"] = [{"id": 7, "base": "queued", "head": "allocated"}]
     with pytest.raises(PlanFormatError, match=r"'base' is not the comparison .*base.steps\[0\]: 'id' must be str"):
         read_plan(json.dumps(data))
@@ -56,6 +60,15 @@ def test_what_the_file_does_not_carry_is_not_read(plan_with_base):
     plan = read_plan(json.dumps(data))
     assert plan.requests[0].running is None
     assert json.loads(to_json(plan))["requests"][0]["team"] != "not-its-team"
+
+
+def test_a_messages_parts_are_marked_where_the_file_is_read(plan_with_base):
+    """A saved plan's messages come back as the planner built them: text and parts."""
+    from poolc.domain.said import Amount
+
+    plan = read_plan(plan_with_base)
+    victim = plan.preempted[0].message
+    assert victim.text.startswith("preempted for ") and any(isinstance(p, Amount) for p in victim.parts)
 
 
 def test_the_reader_declares_no_model_of_its_own():

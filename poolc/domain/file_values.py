@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Annotated
 
 from pydantic import Field, PlainSerializer, PlainValidator
+from pydantic_core import PydanticCustomError
 
 from .said import Said, read_said
 
@@ -28,7 +29,7 @@ def _read_message(value: object) -> Said:
     """A message as a file holds it: text, whose parts are marked once read (a plan
     repeats its messages, so each text is read once)."""
     if not isinstance(value, str):
-        raise ValueError("a message is a string")
+        raise PydanticCustomError("string_type", "Input should be a valid string")   # as a Str field says it
     return _read_text(value)
 
 
