@@ -244,3 +244,24 @@ def test_a_message_is_not_formatted_into_text_by_accident():
     with pytest.raises(TypeError):
         f"{said('x')}"  # noqa: B018
     assert said("a ", read_said("gpu=1")) + "; b" == read_said("a gpu=1; b")
+
+
+def test_the_keys_a_victim_was_preempted_on_are_found_as_the_old_pattern_found_them():
+    """The one-scan reader of "preempted ... on gpu, mcpu" (it replaced a pattern that
+    backtracked over every " on ", benchmarks/hostile_messages.py) finds the keys
+    exactly where that pattern did, on clauses made of the pieces that matter."""
+    import random
+
+    from poolc.domain.said import _preempted_on
+
+    old = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
+    pieces = ["preempted", "preempted for a/b (priority 100)", " on ", "on", " ", "gpu", "mcpu", ", ", ",", "x_1",
+              "!", "\n", "Gpu", "unpreempted", "9"]
+    rng = random.Random(43)
+    found = 0
+    for _ in range(20_000):
+        clause = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 9)))
+        was = old.search(clause)
+        assert _preempted_on(clause) == (was.start(1) if was else None), repr(clause)
+        found += was is not None
+    assert found > 100, found

@@ -203,7 +203,8 @@ _BARE = re.compile(r"\b(?:needs|free|by|hold|to) (-?\d+)\b")
 _HAS_NO = re.compile(r"\bhas no ([a-z][a-z0-9_]*) \(capacity \1=0; needs (-?\d+)\)")
 _IN_ALL = re.compile(r"\bhas ([a-z][a-z0-9_]*)=-?\d+ in all \(needs (-?\d+)\)")
 # the keys a victim was preempted on, at the end of its clause ("preempted for x on gpu, mcpu")
-_PREEMPTED_ON = re.compile(r"\bpreempted\b.* on ([a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*)$")
+_KEY_LIST = re.compile(r"[a-z][a-z0-9_]*(?:, [a-z][a-z0-9_]*)*")
+_PREEMPTED = re.compile(r"\bpreempted\b")
 _PAIR = re.compile(r"\b([a-z][a-z0-9_]*)=(-?\d+)\b")
 _KEY = re.compile(r"[a-z][a-z0-9_]*")
 # a step's own allocation, named in the message
@@ -279,6 +280,22 @@ def _clauses(message: str) -> list[tuple[int, str]]:
     return [*found, (start, message[start:])]
 
 
+def _preempted_on(clause: str) -> int | None:
+    """Where the keys a victim was preempted on start, when the clause ends with them
+    after the word "preempted" on the same line ("preempted for x on gpu, mcpu"); else
+    None. Only the last " on " can start them (a list of keys holds no " on "), so
+    this is one scan: the pattern ``preempted.* on (keys)$`` tried every " on " after
+    every "preempted", and a saved plan's message built of them took minutes."""
+    at = clause.rfind(" on ")
+    if at < 0:
+        return None
+    keys = _KEY_LIST.match(clause, at + 4)
+    if keys is None or clause[keys.end():] not in ("", "\n"):
+        return None
+    line = clause.rfind("\n", 0, at) + 1
+    return at + 4 if _PREEMPTED.search(clause, line, at) else None
+
+
 def _clause_spans(clause: str) -> list[Span]:
     """The marked parts of one clause, by their place in it."""
     spans: list[Span] = []
@@ -306,9 +323,9 @@ def _clause_spans(clause: str) -> list[Span]:
         spans.append((limits.start(1), limits.end(1),
                        KeyWords(limits[1], limits[1], key_word(limits[1]), tuple(about))))
         about.append(limits[1])
-    on = _PREEMPTED_ON.search(clause)
-    if on:
-        for key in _KEY.finditer(clause, on.start(1)):
+    on = _preempted_on(clause)
+    if on is not None:
+        for key in _KEY.finditer(clause, on):
             spans.append((key.start(), key.end(), KeyWords(key[0], key[0], key_word(key[0]))))
     for m in _HAS_NO.finditer(clause):
         spans += [(m.start(1), m.end(1), key_named(m[1])), (m.start(2), m.end(2), amount_of(int(m[2]), m[1]))]
