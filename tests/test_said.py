@@ -240,10 +240,13 @@ def test_a_resized_steps_note_is_its_cause_and_its_own_message_with_their_parts(
 
 
 def test_a_message_is_not_formatted_into_text_by_accident():
-    """An f-string would drop the parts and leave canonical numbers in the comment."""
+    """An f-string or a "+" would drop the parts and leave canonical numbers in the comment;
+    said(...) keeps them."""
     with pytest.raises(TypeError):
         f"{said('x')}"  # noqa: B018
-    assert said("a ", read_said("gpu=1")) + "; b" == read_said("a gpu=1; b")
+    assert said("a ", read_said("gpu=1"), "; b") == read_said("a gpu=1; b")
+    with pytest.raises(TypeError):
+        "a " + said("x")  # noqa: B018
 
 
 def test_the_keys_a_victim_was_preempted_on_are_found_as_the_old_pattern_found_them():

@@ -89,12 +89,6 @@ class Said:
     def __hash__(self) -> int:
         return hash(self.text)
 
-    def __add__(self, other: Said | Part) -> Said:
-        return said(self, other)
-
-    def __radd__(self, other: Part) -> Said:
-        return said(other, self)
-
     def __format__(self, spec: str) -> str:
         """Refused: put in an f-string, a message would lose its parts (``said`` keeps them;
         ``.text`` is the canonical text)."""
